@@ -1,0 +1,231 @@
+"""The GPU catalog and provider alias resolution, loaded from the CSV files in `pipeline/data/`.
+
+The catalog is data, not code: every row carries its source. Resolution never guesses: a label
+that is not in the alias table, is marked unmapped, is ambiguous without a VRAM hint, or whose
+reported VRAM contradicts the GPU it names, comes back as an explicit `Unknown` with the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.models import FormFactor, Interconnect, MemoryType
+
+DATA_DIR = Path(__file__).parent / "data"
+GPUS_CSV = DATA_DIR / "gpus.csv"
+ALIASES_CSV = DATA_DIR / "gpu_aliases.csv"
+
+# Reported VRAM may be GiB printed as GB, usable rather than nominal memory (Vast.ai reports
+# 39936 MiB for a 40 GB A100, 23028 MiB for a 24 GB card) or rounded; 12 % covers that and still
+# separates every pair the catalog must tell apart (16/24/32, 40/48, 80/94/96, 141/144).
+VRAM_TOLERANCE = 0.12
+
+Confidence = Literal["verified", "inferred", "conflicting", "unmapped"]
+
+
+class GpuSpec(BaseModel):
+    """One catalog row. Rates are dense (no sparsity), in TFLOPS/TOPS; bandwidth in GB/s."""
+
+    model_config = ConfigDict(frozen=True)
+
+    canonical_id: str
+    vendor: str
+    family: str
+    architecture: str
+    name: str
+    vram_gb: float
+    memory_type: MemoryType
+    mem_bandwidth_gbs: float | None
+    form_factor: FormFactor
+    nvlink: str = Field(description="intra-node link as the datasheet names it, or 'none'")
+    bf16_dense_tflops: float | None
+    fp16_dense_tflops: float | None
+    fp8_dense_tflops: float | None
+    int8_dense_tops: float | None
+    tf32_dense_tflops: float | None
+    fp32_tflops: float | None
+    compute_capability: str | None = Field(description="NVIDIA 'major.minor' or AMD gfx target")
+    bf16_support: bool
+    fp8_support: bool
+    tdp_w: float | None
+    release_year: int | None
+    source: str
+    notes: str
+
+    @property
+    def nvlink_gbps(self) -> float | None:
+        """Per-GPU NVLink / Infinity Fabric bandwidth in GB/s when the datasheet states it."""
+        m = re.search(r"(\d+(?:\.\d+)?)\s*GB/s", self.nvlink)
+        return float(m.group(1)) if m else None
+
+    @property
+    def cuda_capability(self) -> float | None:
+        """NVIDIA compute capability as a number (8.0, 8.9, 9.0), None for AMD/TPU/Gaudi."""
+        try:
+            return float(self.compute_capability) if self.compute_capability else None
+        except ValueError:
+            return None
+
+    @property
+    def node_interconnect(self) -> Interconnect:
+        """What a multi-GPU machine of this GPU uses between its GPUs, by form factor."""
+        if self.form_factor in (FormFactor.SXM, FormFactor.SUPERCHIP):
+            return Interconnect.NVSWITCH if self.vendor == "NVIDIA" else Interconnect.UNKNOWN
+        if self.form_factor == FormFactor.OAM and self.vendor == "AMD":
+            return Interconnect.INFINITY_FABRIC
+        if self.form_factor in (FormFactor.PCIE, FormFactor.NVL):
+            # NVL cards and some PCIe cards pair over NVLink bridges; the offer must say so.
+            return Interconnect.PCIE
+        return Interconnect.UNKNOWN
+
+
+class AliasRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    provider_name: str
+    name_kind: str
+    canonical_id: str | None
+    gpu_count_if_implied: float | None
+    disambiguate_by_vram_gb: float | None
+    confidence: Confidence
+    source: str
+    notes: str
+
+
+@dataclass(frozen=True)
+class Resolved:
+    gpu_id: str
+    gpu_count: float | None  # when the label implies it (instance types)
+    confidence: Confidence
+    alias: str
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """An explicit 'we do not know': counted per refresh and shown in the run log."""
+
+    label: str
+    reason: str
+    gpu_id: None = None
+    gpu_count: None = None
+    confidence: None = None
+
+
+Resolution = Resolved | Unknown
+
+
+def _key(label: str) -> str:
+    return " ".join(label.strip().lower().split())
+
+
+def _opt_float(v: str) -> float | None:
+    return float(v) if v.strip() else None
+
+
+class Catalog:
+    def __init__(self, gpus: list[GpuSpec], aliases: list[AliasRow]) -> None:
+        self.gpus: dict[str, GpuSpec] = {g.canonical_id: g for g in gpus}
+        self.aliases = aliases
+        self._by_label: dict[tuple[str, str], list[AliasRow]] = {}
+        for row in aliases:
+            if row.canonical_id is not None and row.canonical_id not in self.gpus:
+                raise ValueError(f"alias {row.provider}/{row.provider_name} names unknown GPU "
+                                 f"{row.canonical_id!r}")
+            self._by_label.setdefault((row.provider, _key(row.provider_name)), []).append(row)
+
+    def gpu(self, gpu_id: str) -> GpuSpec:
+        return self.gpus[gpu_id]
+
+    def resolve(self, provider: str, label: str, vram_hint: float | None = None) -> Resolution:
+        """Map a provider's GPU spelling to a canonical GPU, or say why not.
+
+        `vram_hint` is the VRAM per GPU the provider reports (GB); it settles labels that name
+        several GPUs (Vast.ai's "A100 SXM4" is 40 or 80 GB) and vetoes a label whose GPU has a
+        different VRAM.
+        """
+        rows = self._by_label.get((provider, _key(label)))
+        if not rows:
+            # The canonical id itself is an unambiguous spelling for any provider.
+            if _key(label) in self.gpus:
+                return self._check_vram(
+                    Resolved(_key(label), None, "verified", label), vram_hint, label)
+            return Unknown(label, f"no alias for {provider!r} label {label!r}")
+        mapped = [r for r in rows if r.canonical_id is not None]
+        if not mapped:
+            return Unknown(label, f"{provider!r} label {label!r} is listed as unmapped: "
+                                  f"{rows[0].notes or 'no catalog GPU'}")
+        if len(mapped) > 1:
+            if vram_hint is None:
+                return Unknown(label, f"label {label!r} is ambiguous without VRAM "
+                                      f"({', '.join(r.canonical_id or '' for r in mapped)})")
+            best = min(mapped, key=lambda r: abs(self._vram_of(r) - vram_hint))
+            mapped = [best]
+        row = mapped[0]
+        assert row.canonical_id is not None
+        res = Resolved(row.canonical_id, row.gpu_count_if_implied, row.confidence,
+                       row.provider_name)
+        return self._check_vram(res, vram_hint, label)
+
+    def _vram_of(self, row: AliasRow) -> float:
+        if row.disambiguate_by_vram_gb is not None:
+            return row.disambiguate_by_vram_gb
+        assert row.canonical_id is not None
+        return self.gpus[row.canonical_id].vram_gb
+
+    def _check_vram(self, res: Resolved, vram_hint: float | None, label: str) -> Resolution:
+        if vram_hint is None:
+            return res
+        nominal = self.gpus[res.gpu_id].vram_gb
+        if abs(vram_hint - nominal) > VRAM_TOLERANCE * nominal:
+            return Unknown(label, f"label {label!r} maps to {res.gpu_id} ({nominal:g} GB) but "
+                                  f"the provider reports {vram_hint:g} GB per GPU")
+        return res
+
+
+def _read_gpus(path: Path) -> list[GpuSpec]:
+    with path.open(newline="", encoding="utf-8") as f:
+        out = []
+        for r in csv.DictReader(f):
+            out.append(GpuSpec(
+                canonical_id=r["canonical_id"], vendor=r["vendor"], family=r["family"],
+                architecture=r["architecture"], name=r["name"], vram_gb=float(r["vram_gb"]),
+                memory_type=MemoryType(r["memory_type"]),
+                mem_bandwidth_gbs=_opt_float(r["mem_bandwidth_gbs"]),
+                form_factor=FormFactor(r["form_factor"]), nvlink=r["nvlink"],
+                bf16_dense_tflops=_opt_float(r["bf16_dense_tflops"]),
+                fp16_dense_tflops=_opt_float(r["fp16_dense_tflops"]),
+                fp8_dense_tflops=_opt_float(r["fp8_dense_tflops"]),
+                int8_dense_tops=_opt_float(r["int8_dense_tops"]),
+                tf32_dense_tflops=_opt_float(r["tf32_dense_tflops"]),
+                fp32_tflops=_opt_float(r["fp32_tflops"]),
+                compute_capability=r["compute_capability"] or None,
+                bf16_support=r["bf16_support"] == "yes", fp8_support=r["fp8_support"] == "yes",
+                tdp_w=_opt_float(r["tdp_w"]),
+                release_year=int(r["release_year"]) if r["release_year"] else None,
+                source=r["source"], notes=r["notes"],
+            ))
+        return out
+
+
+def _read_aliases(path: Path) -> list[AliasRow]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return [AliasRow(
+            provider=r["provider"], provider_name=r["provider_name"], name_kind=r["name_kind"],
+            canonical_id=r["canonical_id"] or None,
+            gpu_count_if_implied=_opt_float(r["gpu_count_if_implied"]),
+            disambiguate_by_vram_gb=_opt_float(r["disambiguate_by_vram_gb"]),
+            confidence=r["confidence"], source=r["source"], notes=r["notes"],
+        ) for r in csv.DictReader(f)]
+
+
+@cache
+def load_catalog(gpus_csv: Path = GPUS_CSV, aliases_csv: Path = ALIASES_CSV) -> Catalog:
+    return Catalog(_read_gpus(gpus_csv), _read_aliases(aliases_csv))

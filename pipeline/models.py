@@ -1,0 +1,194 @@
+"""Domain types shared by adapters, pipeline, warehouse and sizing.
+
+A leaf module: it imports nothing from gpuscout. Units are part of every field name or docstring:
+prices are per hour, memory in GB (10^9 bytes as providers print it), bandwidth in GB/s for
+GPU interconnects and Gb/s for networks.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class PricingModel(StrEnum):
+    ON_DEMAND = "on_demand"
+    SPOT = "spot"  # spot, interruptible, preemptible, bid: may be taken away
+    RESERVED = "reserved"  # committed term (1 month, 1 year, ...), hourly equivalent
+
+
+class PriceKind(StrEnum):
+    """How a price was obtained, so that a derived number is never mistaken for an observed one."""
+
+    OBSERVED = "observed"  # a live market quote (marketplace ask, spot feed)
+    LISTED = "listed"  # the provider's published list price
+    DERIVED = "derived"  # computed by us from other prices (documented discount, components)
+
+
+class MemoryType(StrEnum):
+    HBM = "HBM"
+    HBM2 = "HBM2"
+    HBM2E = "HBM2e"
+    HBM3 = "HBM3"
+    HBM3E = "HBM3e"
+    GDDR6 = "GDDR6"
+    GDDR6X = "GDDR6X"
+    GDDR7 = "GDDR7"
+    LPDDR5X = "LPDDR5X"
+
+
+class FormFactor(StrEnum):
+    SXM = "SXM"
+    PCIE = "PCIe"
+    NVL = "NVL"
+    OAM = "OAM"
+    SUPERCHIP = "Superchip"
+    TPU = "TPU"
+
+
+class Interconnect(StrEnum):
+    """How the GPUs inside one machine talk to each other."""
+
+    NVSWITCH = "NVSwitch"  # all-to-all NVLink through switches (HGX 8-GPU boards)
+    NVLINK = "NVLink"  # NVLink bridges between pairs or small groups
+    INFINITY_FABRIC = "InfinityFabric"  # AMD xGMI
+    PCIE = "PCIe"
+    SINGLE = "single"  # one GPU: nothing to talk to
+    UNKNOWN = "unknown"
+
+
+class NetworkFabric(StrEnum):
+    """How machines talk to each other for multi-node training."""
+
+    INFINIBAND = "InfiniBand"
+    ROCE = "RoCE"
+    EFA = "EFA"
+    ETHERNET = "Ethernet"
+    UNKNOWN = "unknown"
+
+
+class Availability(StrEnum):
+    IN_STOCK = "in_stock"
+    LOW = "low"
+    OUT_OF_STOCK = "out_of_stock"
+    UNKNOWN = "unknown"
+
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+ProviderData = dict[str, str | int | float | bool | None]
+
+
+class ParsedOffer(BaseModel):
+    """One priced offer exactly as a provider describes it; what an adapter's parse() returns.
+
+    `offer_key` identifies the offer within its provider across refreshes: the same machine
+    shape, region and pricing model must keep the same key, so that history sees a price change
+    rather than a new offer.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    offer_key: str
+    instance_type: str | None = None
+    gpu_label: str = Field(description="the provider's own spelling of the GPU")
+    gpu_count: PositiveFloat = Field(description="GPUs in the offer; < 1 for a fractional GPU")
+    vram_gb_per_gpu: PositiveFloat | None = Field(None, description="VRAM per GPU as reported, GB")
+    pricing_model: PricingModel
+    price_per_hour: PositiveFloat = Field(description="whole offer, in `currency` per hour")
+    currency: str = Field("USD", min_length=3, max_length=3)
+    price_kind: PriceKind = PriceKind.LISTED
+    region: str | None = Field(None, description="provider's region code or location text")
+    zone: str | None = None
+    vcpus: PositiveFloat | None = None
+    ram_gb: PositiveFloat | None = None
+    disk_gb: PositiveFloat | None = None
+    interconnect: Interconnect | None = Field(None, description="as stated by the provider")
+    interconnect_gbps: PositiveFloat | None = Field(None, description="GPU-to-GPU, GB/s")
+    network: NetworkFabric | None = None
+    network_gbps: PositiveFloat | None = Field(None, description="node-to-node, Gb/s")
+    billing_increment_s: int | None = Field(None, gt=0, description="billing granularity")
+    availability: Availability = Availability.UNKNOWN
+    available_count: int | None = Field(None, ge=0)
+    source_url: str
+    observed_at: datetime
+    provider_data: ProviderData = Field(default_factory=dict)
+
+    @field_validator("currency")
+    @classmethod
+    def _upper(cls, v: str) -> str:
+        return v.upper()
+
+    @field_validator("observed_at")
+    @classmethod
+    def _aware(cls, v: datetime) -> datetime:
+        if v.tzinfo is None:
+            raise ValueError("observed_at must be timezone-aware")
+        return v
+
+
+class Offer(BaseModel):
+    """A normalized offer: canonical GPU, USD prices, geography. The warehouse row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    offer_key: str
+    instance_type: str | None
+    gpu_label: str
+    gpu_id: str | None = Field(description="canonical GPU id; None when the label is unknown")
+    gpu_count: PositiveFloat
+    fractional_gpu: bool
+    vram_gb: PositiveFloat | None = Field(description="VRAM per GPU, GB")
+    memory_type: MemoryType | None
+    form_factor: FormFactor | None
+    interconnect: Interconnect
+    interconnect_gbps: PositiveFloat | None = Field(description="GPU-to-GPU, GB/s")
+    network: NetworkFabric
+    network_gbps: PositiveFloat | None = Field(description="node-to-node, Gb/s")
+    pricing_model: PricingModel
+    price_kind: PriceKind
+    currency: str
+    price_per_hour: PositiveFloat = Field(description="whole offer, provider currency per hour")
+    price_usd_per_hour: PositiveFloat = Field(description="whole offer, USD per hour")
+    price_usd_per_gpu_hour: PositiveFloat = Field(description="USD per GPU per hour")
+    billing_increment_s: int | None
+    region: str | None
+    geography: str | None = Field(description="normalized: us, canada, europe, asia, ...")
+    zone: str | None
+    vcpus: PositiveFloat | None
+    ram_gb: PositiveFloat | None
+    disk_gb: PositiveFloat | None
+    availability: Availability
+    available_count: int | None
+    source_url: str
+    observed_at: datetime
+    provider_data: ProviderData
+
+    @model_validator(mode="after")
+    def _per_gpu_consistent(self) -> Offer:
+        expected = self.price_usd_per_hour / self.gpu_count
+        if abs(expected - self.price_usd_per_gpu_hour) > 1e-6 * max(1.0, expected):
+            raise ValueError("price_usd_per_gpu_hour must equal price_usd_per_hour / gpu_count")
+        return self
+
+
+class Reject(BaseModel):
+    """A row that a parser or a gate refused, with the reason; it lands in quarantine."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    reason: str
+    raw: str = Field(description="the offending record or a snippet of it, as text")
+    offer_key: str | None = None
+
+
+class ParseResult(BaseModel):
+    """What parse() returns: good offers plus the rows it skipped and why."""
+
+    offers: list[ParsedOffer] = Field(default_factory=list)
+    rejects: list[Reject] = Field(default_factory=list)
