@@ -1,0 +1,162 @@
+"""The one HTTP client every adapter uses: timeouts, retries, Retry-After, redaction, recording.
+
+Adapters call `client.get(...)` / `client.post_json(...)` and receive a `Capture`. The same code
+runs live (httpx's default transport) and offline (`ReplayTransport`), and every final response
+is written to the raw archive when a writer is attached.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from adapters.archive import (
+    FETCHED_AT_EXTENSION,
+    KEPT_HEADERS,
+    ArchiveWriter,
+    Capture,
+    now_utc,
+    sha256,
+)
+from adapters.errors import AdapterError, FetchError
+from adapters.redaction import redact_headers, redact_text, redact_url
+
+USER_AGENT = "gpuscout/0.1 (GPU price inventory; python-httpx)"
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+# 408/425/429 and 5xx are worth another try; any other 4xx means the request itself is wrong.
+TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+MAX_ATTEMPTS = 4
+BACKOFF_BASE_S = 1.0
+MAX_RETRY_AFTER_S = 120.0
+
+
+def _retry_after_seconds(response: httpx.Response | None) -> float | None:
+    if response is None:
+        return None
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - now_utc()).total_seconds())
+
+
+class _RetryableStatus(Exception):
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, _RetryableStatus):
+        return True
+    if isinstance(exc, FetchError):
+        return exc.transient
+    return isinstance(exc, httpx.TransportError)  # timeouts, resets, protocol errors
+
+
+class HttpClient:
+    """A per-provider client. `secrets` are masked wherever a URL, header or message is kept."""
+
+    def __init__(self, provider: str, *, transport: httpx.BaseTransport | None = None,
+                 recorder: ArchiveWriter | None = None, secrets: tuple[str, ...] = (),
+                 timeout: httpx.Timeout = DEFAULT_TIMEOUT, max_attempts: int = MAX_ATTEMPTS,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.provider = provider
+        self.recorder = recorder
+        self.secrets = tuple(s for s in secrets if s)
+        self.max_attempts = max_attempts
+        self._sleep = sleep
+        self._client = httpx.Client(transport=transport, timeout=timeout,
+                                    headers={"User-Agent": USER_AGENT}, follow_redirects=True)
+        self.requests_made = 0
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def get(self, url: str, *, params: Mapping[str, Any] | None = None,
+            headers: Mapping[str, str] | None = None) -> Capture:
+        return self._request("GET", url, params=params, headers=headers, content=None)
+
+    def post_json(self, url: str, payload: Any, *, params: Mapping[str, Any] | None = None,
+                  headers: Mapping[str, str] | None = None) -> Capture:
+        content = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        return self._request("POST", url, params=params, headers=hdrs, content=content)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        response = exc.response if isinstance(exc, _RetryableStatus) else None
+        after = _retry_after_seconds(response)
+        if after is not None:
+            return min(after, MAX_RETRY_AFTER_S)
+        return BACKOFF_BASE_S * 2 ** (state.attempt_number - 1)
+
+    def _request(self, method: str, url: str, *, params: Mapping[str, Any] | None,
+                 headers: Mapping[str, str] | None, content: bytes | None) -> Capture:
+        request = self._client.build_request(method, url, params=params, headers=headers,
+                                             content=content)
+        shown_url = redact_url(str(request.url), self.secrets)
+        retrying = Retrying(retry=retry_if_exception(_is_transient),
+                            stop=stop_after_attempt(self.max_attempts), wait=self._wait,
+                            sleep=self._sleep, reraise=True)
+        try:
+            response = retrying(self._send_once, request)
+        except _RetryableStatus as exc:
+            response = exc.response
+            self._record(response, shown_url, method, content)
+            raise FetchError(f"HTTP {response.status_code} after {self.max_attempts} attempts",
+                             provider=self.provider, url=shown_url, transient=True,
+                             status=response.status_code) from None
+        except httpx.TransportError as exc:
+            msg = redact_text(f"{type(exc).__name__}: {exc}", self.secrets)
+            raise FetchError(f"{msg} after {self.max_attempts} attempts",
+                             provider=self.provider, url=shown_url, transient=True) from None
+        except AdapterError:
+            raise
+        capture = self._record(response, shown_url, method, content)
+        if response.status_code >= 400:
+            raise FetchError(f"HTTP {response.status_code}", provider=self.provider,
+                             url=shown_url, transient=False, status=response.status_code)
+        return capture
+
+    def _send_once(self, request: httpx.Request) -> httpx.Response:
+        self.requests_made += 1
+        response = self._client.send(request)
+        response.read()  # a truncated body raises httpx.RemoteProtocolError here: transient
+        if response.status_code in TRANSIENT_STATUS:
+            raise _RetryableStatus(response)
+        return response
+
+    def _record(self, response: httpx.Response, shown_url: str, method: str,
+                content: bytes | None) -> Capture:
+        fetched = response.extensions.get(FETCHED_AT_EXTENSION)
+        fetched_at = datetime.fromisoformat(fetched) if fetched else now_utc()
+        kept = {k: v for k, v in response.headers.items() if k.lower() in KEPT_HEADERS}
+        capture = Capture(provider=self.provider, url=shown_url, method=method,
+                          status=response.status_code,
+                          headers=redact_headers(kept, self.secrets), body=response.content,
+                          fetched_at=fetched_at)
+        if self.recorder is not None:
+            self.recorder.write(capture, sha256(content) if content else None)
+        return capture

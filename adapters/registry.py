@@ -1,0 +1,26 @@
+"""The explicit list of providers. A module not listed here is not run (a meta-test checks)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import cast
+
+from adapters.base import Adapter
+
+SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
+
+# provider name (as in the warehouse, the alias table and the CLI) -> module in adapters/
+PROVIDERS: dict[str, str] = {
+    "lambda": "lambdalabs",
+    "runpod": "runpod",
+    "vastai": "vastai",
+}
+
+
+def get_adapter(name: str) -> Adapter:
+    """The provider module for `name`; KeyError for a provider that is not registered."""
+    module = importlib.import_module(f"adapters.{PROVIDERS[name]}")
+    if module.NAME != name:
+        raise RuntimeError(f"adapters.{PROVIDERS[name]}.NAME is {module.NAME!r}, not {name!r}")
+    return cast(Adapter, module)

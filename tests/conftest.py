@@ -1,0 +1,35 @@
+"""Shared fixtures. The network is blocked for every test: only loopback connections pass."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+_real_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    host = address[0] if isinstance(address, tuple) else None
+    if isinstance(host, str):
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return _real_connect(self, address)
+        except ValueError:
+            if host == "localhost":
+                return _real_connect(self, address)
+    elif self.family == socket.AF_UNIX:
+        return _real_connect(self, address)
+    raise RuntimeError(f"network access blocked in tests: {address!r}")
+
+
+@pytest.fixture(autouse=True)
+def _block_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    yield
