@@ -192,3 +192,5 @@ class ParseResult(BaseModel):
 
     offers: list[ParsedOffer] = Field(default_factory=list)
     rejects: list[Reject] = Field(default_factory=list)
+    complete: bool = Field(True, description="False when some part (a region, a page) could "
+                           "not be read: the offers are loaded but nothing vanished is closed")

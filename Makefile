@@ -1,0 +1,33 @@
+# The README's two commands: `make demo` (install + offline refresh + a look at the offers)
+# and `make test`. Everything installs into .venv from pyproject.toml.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DB     ?= var/gpuscout.duckdb
+EXTRAS ?= dev
+
+.PHONY: install demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/gpuscout refresh --offline --db $(DB)
+	$(BIN)/gpuscout offers --db $(DB) --limit 15
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python -m bench.load
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,221 @@
+"""The `gpuscout` command line. It calls the same functions as the Prefect flows.
+
+Start-up stays light: heavy modules (duckdb, httpx, adapters) are imported inside the commands
+that need them, and prefect never is.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.errors import GpuscoutError, UserInputError
+from pipeline.output import Format
+
+app = typer.Typer(
+    name="gpuscout",
+    help="GPU cloud offers, their price history, and which one runs your fine-tuning job best.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+gpus_app = typer.Typer(help="The GPU catalog and provider label resolution.",
+                       invoke_without_command=True)
+app.add_typer(gpus_app, name="gpus")
+
+DbOption = Annotated[Path | None, typer.Option(
+    "--db", help="warehouse file [default: $GPUSCOUT_DB, else a per-user data dir]")]
+FormatOption = Annotated[Format, typer.Option("--format", help="output format")]
+
+
+def _db(db: Path | None) -> Path:
+    if db is not None:
+        return db
+    from pipeline.settings import Settings
+
+    return Settings().db
+
+
+class Sort(StrEnum):
+    price = "price"
+    gpu_hour = "gpu-hour"
+    vram_hour = "vram-hour"
+
+
+@app.command()
+def refresh(
+    provider: Annotated[list[str] | None, typer.Option(
+        "--provider", "-p", help="provider to refresh (repeatable) [default: all]")] = None,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="replay the bundled recorded snapshots instead of the network")] = False,
+    replay: Annotated[Path | None, typer.Option(
+        "--replay", help="replay an archive directory (e.g. last night's --record)",
+        file_okay=False)] = None,
+    record: Annotated[Path | None, typer.Option(
+        "--record", help="write every response to this archive directory",
+        file_okay=False)] = None,
+    db: DbOption = None,
+    format: FormatOption = Format.table,
+) -> None:
+    """Fetch offers, normalize them and merge them into the warehouse's price history."""
+    from pipeline.refresh import Source
+    from pipeline.refresh import refresh as run_refresh
+    from pipeline.refresh_view import progress_display, report_table
+
+    if offline and replay:
+        raise UserInputError("--offline and --replay are exclusive: --offline replays the "
+                             "bundled snapshots")
+    if replay is not None and not replay.is_dir():
+        raise UserInputError(f"--replay {replay}: no such archive directory")
+    source = (Source.offline(record) if offline else
+              Source("replay", replay, record) if replay else Source("live", None, record))
+    with progress_display(enabled=format is Format.table) as hook:
+        report = run_refresh(provider, db=_db(db), source=source, progress=hook)
+    if format is Format.table:
+        report_table(report)
+    else:
+        import pyarrow as pa
+
+        from pipeline.output import render
+
+        render(pa.Table.from_pylist([r.model_dump() for r in report.providers]), format)
+    if report.status != "ok":
+        raise typer.Exit(code=1 if report.status == "failed" else 3)
+
+
+@app.command()
+def offers(
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="canonical GPU id or its start: h100, h100-sxm, a100-sxm-80gb")] = None,
+    min_vram: Annotated[float | None, typer.Option(
+        "--min-vram", help="minimum VRAM per GPU, GB", min=0)] = None,
+    max_price: Annotated[float | None, typer.Option(
+        "--max-price", help="maximum USD per GPU-hour", min=0)] = None,
+    spot: Annotated[bool | None, typer.Option(
+        "--spot/--on-demand", help="only spot/interruptible, or only on-demand offers")] = None,
+    provider: Annotated[list[str] | None, typer.Option(
+        "--provider", "-p", help="provider (repeatable)")] = None,
+    region: Annotated[str | None, typer.Option(
+        "--region", help="region code substring or geography (us, europe, asia...)")] = None,
+    sort: Annotated[Sort, typer.Option("--sort", help="order by")] = Sort.gpu_hour,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    db: DbOption = None,
+    format: FormatOption = Format.table,
+) -> None:
+    """Current offers from the warehouse, cheapest first."""
+    from pipeline.output import render
+    from warehouse.connection import connect
+    from warehouse.queries import run_named
+
+    params = {
+        "gpu": gpu, "min_vram": min_vram, "max_price": max_price,
+        "pricing_model": None if spot is None else ("spot" if spot else "on_demand"),
+        "providers": provider or None, "region": region, "sort": sort.value, "limit": limit,
+    }
+    with connect(_db(db), read_only=True) as con:
+        table = run_named(con, "offers", params)
+    if format is Format.table:
+        table = table.select(["provider", "gpu_id", "gpu_count", "vram_gb", "interconnect",
+                              "pricing_model", "price_usd_per_gpu_hour", "price_usd_per_hour",
+                              "region", "availability", "observed_at", "stale"])
+    render(table, format, title=f"{table.num_rows} current offers")
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL over the views current_offers, "
+                                              "offer_history, gpus, refresh_runs, ...")],
+    db: DbOption = None,
+    format: FormatOption = Format.table,
+) -> None:
+    """Run read-only SQL against the warehouse."""
+    from pipeline.output import render
+    from warehouse.connection import connect
+    from warehouse.queries import run_sql
+
+    with connect(_db(db), read_only=True) as con:
+        render(run_sql(con, query), format)
+
+
+@app.command()
+def runs(
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    db: DbOption = None,
+    format: FormatOption = Format.table,
+) -> None:
+    """The refresh run log: per provider, status, counts, unknown labels and errors."""
+    from pipeline.output import render
+    from warehouse.connection import connect
+    from warehouse.queries import run_named
+
+    with connect(_db(db), read_only=True) as con:
+        render(run_named(con, "runs", {"limit": limit}), format, title="refresh runs")
+
+
+@gpus_app.callback()
+def gpus(
+    ctx: typer.Context,
+    format: FormatOption = Format.table,
+) -> None:
+    """List the GPU catalog (the source of every row is in pipeline/data/gpus.csv)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    import pyarrow as pa
+
+    from pipeline.catalog import load_catalog
+    from pipeline.output import render
+
+    rows = [g.model_dump(include={"canonical_id", "vendor", "name", "vram_gb", "memory_type",
+                                  "form_factor", "nvlink", "bf16_dense_tflops",
+                                  "fp8_dense_tflops", "compute_capability"}, mode="json")
+            for g in load_catalog().gpus.values()]
+    render(pa.Table.from_pylist(rows), format, title=f"{len(rows)} GPUs")
+
+
+@gpus_app.command("resolve")
+def gpus_resolve(
+    provider: Annotated[str, typer.Argument(help="provider name, e.g. vastai")],
+    label: Annotated[str, typer.Argument(help="the provider's GPU label")],
+    vram: Annotated[float | None, typer.Option("--vram", help="reported VRAM per GPU, GB",
+                                               min=0)] = None,
+    format: Annotated[Format, typer.Option("--format")] = Format.table,
+) -> None:
+    """Show how a provider's GPU label resolves to a catalog GPU (or why it does not)."""
+    from pipeline.catalog import Resolved, load_catalog
+
+    res = load_catalog().resolve(provider, label, vram)
+    payload = {"provider": provider, "label": label, "gpu_id": res.gpu_id,
+               "gpu_count": res.gpu_count, "confidence": res.confidence,
+               "reason": None if isinstance(res, Resolved) else res.reason}
+    if format is Format.json:
+        typer.echo(json.dumps(payload))
+    else:
+        for k, v in payload.items():
+            typer.echo(f"{k:>10}: {'-' if v is None else v}")
+
+
+def main() -> None:
+    """Console entry point: user errors print one line and exit 2, no traceback."""
+    try:
+        code = app(standalone_mode=False)
+    except GpuscoutError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors come through here with standalone off
+        import click
+
+        if isinstance(exc, click.ClickException):
+            typer.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)

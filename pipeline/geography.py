@@ -1,0 +1,46 @@
+"""Provider region codes and location text to a coarse geography users filter on."""
+
+from __future__ import annotations
+
+import re
+
+# ISO 3166 country code -> geography. Only what GPU clouds list; extend as providers appear.
+_COUNTRY = {
+    "US": "us", "CA": "canada", "MX": "latam", "BR": "latam", "CL": "latam", "AR": "latam",
+    "GB": "europe", "UK": "europe", "IE": "europe", "FR": "europe", "DE": "europe",
+    "NL": "europe", "BE": "europe", "LU": "europe", "ES": "europe", "PT": "europe",
+    "IT": "europe", "CH": "europe", "AT": "europe", "PL": "europe", "CZ": "europe",
+    "SE": "europe", "NO": "europe", "FI": "europe", "DK": "europe", "IS": "europe",
+    "EE": "europe", "LV": "europe", "LT": "europe", "RO": "europe", "BG": "europe",
+    "HU": "europe", "GR": "europe", "SK": "europe", "SI": "europe", "HR": "europe",
+    "RS": "europe", "UA": "europe", "TR": "europe",
+    "CN": "asia", "HK": "asia", "TW": "asia", "JP": "asia", "KR": "asia", "SG": "asia",
+    "IN": "asia", "TH": "asia", "VN": "asia", "MY": "asia", "ID": "asia", "PH": "asia",
+    "IL": "middle-east", "AE": "middle-east", "SA": "middle-east", "QA": "middle-east",
+    "AU": "oceania", "NZ": "oceania", "ZA": "africa", "NG": "africa", "KE": "africa",
+}
+# Cloud region prefixes (AWS/GCP/Azure/OCI/Lambda style codes).
+_PREFIX = [
+    (r"^(us|usa)[-_ ]", "us"), (r"^(ca|canada)[-_ ]", "canada"),
+    (r"^(eu|europe)[-_ ]", "europe"), (r"^(uk|fr|de|nl|se|no|fi|ch|it|pl|es)[-_ ]", "europe"),
+    (r"^(ap|asia)[-_ ]", "asia"), (r"^(jp|kr|in|sg)[-_ ]", "asia"),
+    (r"^(sa|southamerica)[-_ ]", "latam"), (r"^(me)[-_ ]", "middle-east"),
+    (r"^(af)[-_ ]", "africa"), (r"^(au|australia)[-_ ]", "oceania"),
+]
+
+
+def geography(region: str | None) -> str | None:
+    """'us-east-1' -> 'us'; 'Guangxi, CN' -> 'asia'; None when the region says nothing."""
+    if not region:
+        return None
+    text = region.strip()
+    m = re.search(r"(?:^|[,\s])([A-Z]{2})\s*$", text)  # "City, CC" as marketplaces write it
+    if m and m.group(1) in _COUNTRY:
+        return _COUNTRY[m.group(1)]
+    if text.upper() in _COUNTRY:
+        return _COUNTRY[text.upper()]
+    low = text.lower()
+    for pattern, geo in _PREFIX:
+        if re.match(pattern, low):
+            return geo
+    return None

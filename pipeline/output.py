@@ -1,0 +1,60 @@
+"""Rendering Arrow results as a rich table, JSON or CSV for the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any
+
+import pyarrow as pa
+from rich.console import Console
+from rich.table import Table
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)
+
+
+def render(table: pa.Table, fmt: Format, *, title: str | None = None) -> None:
+    rows = table.to_pylist()
+    if fmt is Format.json:
+        json.dump([{k: _plain(v) for k, v in r.items()} for r in rows], sys.stdout, indent=1,
+                  default=str)
+        sys.stdout.write("\n")
+    elif fmt is Format.csv:
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(table.column_names)
+        writer.writerows([[_plain(r[c]) for c in table.column_names] for r in rows])
+        sys.stdout.write(buf.getvalue())
+    else:
+        out = Table(title=title, show_lines=False, header_style="bold")
+        for c in table.column_names:
+            out.add_column(c, overflow="fold")
+        for r in rows:
+            out.add_row(*(_cell(r[c]) for c in table.column_names))
+        Console().print(out)

@@ -1,0 +1,51 @@
+"""What the operator sees during and after `gpuscout refresh`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pipeline.refresh import ProgressHook, RunReport
+from warehouse.load import RunRecord
+
+_STYLE = {"ok": "green", "failed": "red", "refused": "yellow", "skipped": "dim"}
+
+
+@contextmanager
+def progress_display(*, enabled: bool) -> Iterator[ProgressHook | None]:
+    if not enabled:
+        yield None
+        return
+    console = Console(stderr=True)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task("refreshing", total=None)
+
+        def hook(provider: str, record: RunRecord | None) -> None:
+            if record is None:
+                progress.update(task, description=f"refreshing {provider}")
+            else:
+                style = _STYLE.get(record.status, "")
+                console.print(f"[{style}]{record.status:>7}[/] {provider}: "
+                              f"{record.offers_loaded} offers "
+                              f"({record.duration_s:.2f} s)")
+
+        yield hook
+
+
+def report_table(report: RunReport) -> None:
+    table = Table(title=f"refresh {report.run_id} ({report.mode}): {report.status}",
+                  header_style="bold")
+    for col in ("provider", "status", "offers", "new", "changed", "unchanged", "closed",
+                "quarantined", "unknown labels", "error"):
+        table.add_column(col, overflow="fold")
+    for r in report.providers:
+        table.add_row(r.provider, f"[{_STYLE.get(r.status, '')}]{r.status}[/]",
+                      str(r.offers_loaded), str(r.new_offers), str(r.changed_offers),
+                      str(r.unchanged_offers), str(r.closed_offers), str(r.quarantined),
+                      ", ".join(r.unknown_labels) or "-", r.error or "-")
+    Console().print(table)

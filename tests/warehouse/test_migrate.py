@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from warehouse.connection import connect
+from warehouse.migrate import migrate, migration_files
+
+
+def _schema(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute("""SELECT table_name, column_name, data_type FROM information_schema.columns
+                          ORDER BY table_name, ordinal_position""").fetchall()
+
+
+def test_migrations_apply_once_and_rerun_is_a_noop(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    applied = migrate(con)
+    assert applied == [p.name for _, p in migration_files()]
+    before = _schema(con)
+    assert migrate(con) == []
+    assert _schema(con) == before
+    versions = con.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
+    assert [v for (v,) in versions] == [v for v, _ in migration_files()]
+
+
+def test_fresh_database_equals_reopened_one(tmp_path: Path) -> None:
+    with connect(tmp_path / "a.duckdb") as con:
+        fresh = _schema(con)
+    with connect(tmp_path / "a.duckdb") as con:
+        assert _schema(con) == fresh
+    for view in ("current_offers", "offer_history", "gpus", "refresh_runs", "provider_status"):
+        assert any(t == view for t, _, _ in fresh), view
+
+
+def test_read_only_open_of_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    import pytest
+
+    from pipeline.errors import DataError
+
+    with pytest.raises(DataError, match="run `gpuscout refresh` first"), \
+            connect(tmp_path / "missing.duckdb", read_only=True):
+        pass

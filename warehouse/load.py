@@ -1,0 +1,159 @@
+"""The write path: one provider's refresh merged into the history in one transaction.
+
+Offers arrive as one Arrow table and move with set-based SQL (stage, close, insert); nothing is
+inserted row by row. The caller wraps merge, quarantine and run log in `transaction()` so that
+a provider's refresh commits all-or-nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+from pydantic import BaseModel
+
+from pipeline.errors import DataError
+from pipeline.models import Reject
+from warehouse.sqlfiles import statement
+
+
+class OutOfOrderError(DataError):
+    """The incoming observation is older than what the warehouse already holds."""
+
+
+@dataclass(frozen=True)
+class MergeCounts:
+    new: int
+    changed: int
+    unchanged: int
+    closed: int  # vanished offers closed by a complete refresh
+
+
+class RunRecord(BaseModel):
+    """One row of the refresh run log."""
+
+    run_id: str
+    provider: str
+    mode: str
+    started_at: datetime
+    finished_at: datetime
+    duration_s: float
+    status: str
+    complete: bool
+    captures: int = 0
+    offers_parsed: int = 0
+    offers_loaded: int = 0
+    new_offers: int = 0
+    changed_offers: int = 0
+    unchanged_offers: int = 0
+    closed_offers: int = 0
+    quarantined: int = 0
+    unknown_labels: list[str] = []
+    observed_at: datetime | None = None
+    error: str | None = None
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: str,
+                 run_id: str, complete: bool) -> MergeCounts:
+    """Merge one provider's offers into the change-only history.
+
+    `complete` says every page was read; only then are offers that were not seen closed.
+    Raises OutOfOrderError when the offers are older than the provider's stored state (an old
+    archive replayed after a newer one), which would otherwise rewrite history backwards.
+    """
+    if offers.num_rows and set(offers.column("provider").unique().to_pylist()) != {provider}:
+        raise ValueError(f"offers for merge must all belong to {provider!r}")
+    con.register("incoming", offers)
+    try:
+        con.execute(statement("stage_offers"))
+    finally:
+        con.unregister("incoming")
+    latest = con.execute(statement("latest_observation"), [provider]).fetchone()
+    if offers.num_rows and latest and latest[0] is not None:
+        oldest_incoming = con.execute("SELECT min(observed_at) FROM stage").fetchone()
+        if oldest_incoming and oldest_incoming[0] < latest[0]:
+            raise OutOfOrderError(
+                f"{provider}: data observed at {oldest_incoming[0]:%Y-%m-%d %H:%M} is older than "
+                f"the stored state ({latest[0]:%Y-%m-%d %H:%M}); refusing to rewrite history")
+    row = con.execute(statement("merge_counts"), [provider]).fetchone()
+    assert row is not None
+    new, changed, unchanged, vanished = (int(x) for x in row)
+    observed = con.execute("SELECT max(observed_at) FROM stage").fetchone()
+    con.execute(statement("merge_close_changed"), [provider, run_id])
+    closed = 0
+    if complete and observed and observed[0] is not None:
+        con.execute(statement("merge_close_vanished"), [provider, run_id, observed[0]])
+        closed = vanished
+    con.execute(statement("merge_touch_unchanged"), [provider])
+    con.execute(statement("merge_insert_versions"), [provider, run_id])
+    return MergeCounts(new=new, changed=changed, unchanged=unchanged, closed=closed)
+
+
+_TS = pa.timestamp("us", tz="UTC")
+_QUARANTINE_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("provider", pa.string()), ("offer_key", pa.string()),
+    ("reason", pa.string()), ("raw", pa.string()),
+    ("quarantined_at", _TS),
+])
+
+
+def write_quarantine(con: duckdb.DuckDBPyConnection, rejects: Sequence[Reject], *, run_id: str,
+                     at: datetime) -> None:
+    if not rejects:
+        return
+    table = pa.Table.from_pydict({
+        "run_id": [run_id] * len(rejects),
+        "provider": [r.provider for r in rejects],
+        "offer_key": [r.offer_key for r in rejects],
+        "reason": [r.reason for r in rejects],
+        "raw": [r.raw for r in rejects],
+        "quarantined_at": [at] * len(rejects),
+    }, schema=_QUARANTINE_SCHEMA)
+    con.register("incoming_quarantine", table)
+    try:
+        con.execute(statement("insert_quarantine"))
+    finally:
+        con.unregister("incoming_quarantine")
+
+
+def write_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
+    table = pa.Table.from_pylist([run.model_dump()], schema=pa.schema([
+        ("run_id", pa.string()), ("provider", pa.string()), ("mode", pa.string()),
+        ("started_at", _TS), ("finished_at", _TS),
+        ("duration_s", pa.float64()), ("status", pa.string()), ("complete", pa.bool_()),
+        ("captures", pa.int32()), ("offers_parsed", pa.int32()), ("offers_loaded", pa.int32()),
+        ("new_offers", pa.int32()), ("changed_offers", pa.int32()),
+        ("unchanged_offers", pa.int32()), ("closed_offers", pa.int32()),
+        ("quarantined", pa.int32()), ("unknown_labels", pa.list_(pa.string())),
+        ("observed_at", _TS), ("error", pa.string()),
+    ]))
+    con.register("incoming_run", table)
+    try:
+        con.execute(statement("insert_run"))
+    finally:
+        con.unregister("incoming_run")
+
+
+def replace_gpu_catalog(con: duckdb.DuckDBPyConnection, gpus_csv: Path) -> None:
+    con.execute(statement("replace_gpu_catalog"), [str(gpus_csv)])
+
+
+def last_good_count(con: duckdb.DuckDBPyConnection, provider: str) -> int | None:
+    row = con.execute(statement("last_good_count"), [provider]).fetchone()
+    return int(row[0]) if row else None
