@@ -21,6 +21,8 @@ from pipeline.models import FormFactor, Interconnect, MemoryType
 DATA_DIR = Path(__file__).parent / "data"
 GPUS_CSV = DATA_DIR / "gpus.csv"
 ALIASES_CSV = DATA_DIR / "gpu_aliases.csv"
+# Provider-specific alias files added with their adapters, same columns as gpu_aliases.csv.
+ALIASES_DIR = DATA_DIR / "aliases"
 
 # Reported VRAM may be GiB printed as GB, usable rather than nominal memory (Vast.ai reports
 # 39936 MiB for a 40 GB A100, 23028 MiB for a 24 GB card) or rounded; 12 % covers that and still
@@ -226,6 +228,11 @@ def _read_aliases(path: Path) -> list[AliasRow]:
         ) for r in csv.DictReader(f)]
 
 
+def alias_files() -> list[Path]:
+    return [ALIASES_CSV, *sorted(ALIASES_DIR.glob("*.csv"))]
+
+
 @cache
-def load_catalog(gpus_csv: Path = GPUS_CSV, aliases_csv: Path = ALIASES_CSV) -> Catalog:
-    return Catalog(_read_gpus(gpus_csv), _read_aliases(aliases_csv))
+def load_catalog() -> Catalog:
+    aliases = [row for path in alias_files() for row in _read_aliases(path)]
+    return Catalog(_read_gpus(GPUS_CSV), aliases)

@@ -170,10 +170,10 @@ def gpus(
     from pipeline.catalog import load_catalog
     from pipeline.output import render
 
-    rows = [g.model_dump(include={"canonical_id", "vendor", "name", "vram_gb", "memory_type",
-                                  "form_factor", "nvlink", "bf16_dense_tflops",
-                                  "fp8_dense_tflops", "compute_capability"}, mode="json")
-            for g in load_catalog().gpus.values()]
+    wide = format is not Format.table
+    rows = [g.model_dump(mode="json") if wide else g.model_dump(mode="json", include={
+        "canonical_id", "vram_gb", "memory_type", "form_factor", "bf16_dense_tflops",
+        "compute_capability"}) for g in load_catalog().gpus.values()]
     render(pa.Table.from_pylist(rows), format, title=f"{len(rows)} GPUs")
 
 
@@ -211,11 +211,12 @@ def main() -> None:
     except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(130)
-    except Exception as exc:  # click usage errors come through here with standalone off
-        import click
-
-        if isinstance(exc, click.ClickException):
-            typer.echo(f"error: {exc.format_message()}", err=True)
-            sys.exit(exc.exit_code)
+    except Exception as exc:
+        # Usage errors (unknown option, bad value) are click exceptions; typer vendors click,
+        # so they are recognised by shape rather than by an import of a private module.
+        format_message = getattr(exc, "format_message", None)
+        if callable(format_message) and isinstance(getattr(exc, "exit_code", None), int):
+            typer.echo(f"error: {format_message()} (see --help)", err=True)
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         raise
     sys.exit(code if isinstance(code, int) else 0)

@@ -4,7 +4,7 @@ import csv
 
 import pytest
 
-from pipeline.catalog import ALIASES_CSV, GPUS_CSV, Resolved, Unknown, load_catalog
+from pipeline.catalog import ALIASES_CSV, GPUS_CSV, Resolved, Unknown, alias_files, load_catalog
 
 
 @pytest.fixture(scope="module")
@@ -13,13 +13,17 @@ def cat():
 
 
 def test_every_row_has_a_source_and_valid_confidence() -> None:
-    for path in (GPUS_CSV, ALIASES_CSV):
+    for path in (GPUS_CSV, *alias_files()):
         with path.open() as f:
             rows = list(csv.DictReader(f))
         assert rows and all(r["source"].strip() for r in rows), path.name
-    with ALIASES_CSV.open() as f:
-        assert {r["confidence"] for r in csv.DictReader(f)} <= {
-            "verified", "inferred", "conflicting", "unmapped"}
+    for path in alias_files():
+        with path.open() as f:
+            rows = list(csv.DictReader(f))
+        assert {r["confidence"] for r in rows} <= {
+            "verified", "inferred", "conflicting", "unmapped"}, path.name
+        with ALIASES_CSV.open() as f:
+            assert list(rows[0]) == next(csv.reader(f)), f"{path.name} has other columns"
 
 
 def test_resolves_case_and_whitespace_insensitively(cat) -> None:
