@@ -20,12 +20,13 @@ import httpx
 from pydantic import BaseModel
 
 from adapters.archive import ArchiveWriter, ReplayTransport, now_utc
-from adapters.errors import AdapterError, MissingCredentialsError
+from adapters.base import Adapter
+from adapters.errors import FetchError, MissingCredentialsError
 from adapters.http import HttpClient
 from adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
 from pipeline.catalog import GPUS_CSV, Catalog, load_catalog
 from pipeline.errors import GpuscoutError, UserInputError
-from pipeline.models import Reject
+from pipeline.models import Offer, Reject
 from pipeline.normalize import USD_ONLY, normalize
 from pipeline.quality import gate_rows, refresh_refusal
 from pipeline.settings import Settings, credentials
@@ -123,75 +124,127 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
                      finished_at=now_utc(), providers=records)
 
 
+@dataclass
+class Collected:
+    """One provider fetched, parsed, normalized and row-gated: ready to load."""
+
+    provider: str
+    started_at: datetime
+    captures: int
+    offers_parsed: int
+    offers: list[Offer]
+    rejects: list[Reject]
+    unknown_labels: list[str]
+    complete: bool
+
+
+def adapter_credentials(adapter: Adapter, mode: Mode) -> dict[str, str]:
+    creds = credentials(adapter.CREDENTIALS)
+    if mode == "replay":
+        # Recorded URLs hold masked secrets, so any placeholder replays the same request.
+        creds = {n: creds.get(n, "replay-placeholder") for n in adapter.CREDENTIALS}
+    return creds
+
+
+def collect(name: str, *, source: Source, transport: httpx.BaseTransport | None,
+            recorder: ArchiveWriter | None, settings: Settings, catalog: Catalog,
+            fx: Mapping[str, float] = USD_ONLY) -> Collected:
+    """Fetch (archiving every response), parse, normalize and gate one provider's rows.
+
+    Raises the adapter's error (FetchError, ParseError, MissingCredentialsError) or any other
+    exception: the caller decides whether to retry and how to log it.
+    """
+    started = now_utc()
+    adapter = get_adapter(name)
+    creds = adapter_credentials(adapter, source.mode)
+    with HttpClient(name, transport=transport, recorder=recorder,
+                    secrets=tuple(creds.values())) as client:
+        captures = adapter.fetch(client, creds)
+    parsed = adapter.parse(captures)
+    norm = normalize(parsed.offers, catalog, fx)
+    gated = gate_rows(norm.offers, settings)
+    return Collected(provider=name, started_at=started, captures=len(captures),
+                     offers_parsed=len(parsed.offers), offers=gated.offers,
+                     rejects=[*parsed.rejects, *norm.rejects, *gated.rejects],
+                     unknown_labels=norm.unknown_labels, complete=parsed.complete)
+
+
+def _finish(provider: str, run_id: str, mode: str, started: datetime, status: str,
+            **fields: object) -> RunRecord:
+    end = now_utc()
+    return RunRecord(run_id=run_id, provider=provider, mode=mode, started_at=started,
+                     finished_at=end, duration_s=(end - started).total_seconds(),
+                     status=status, **fields)
+
+
+def load(con: duckdb.DuckDBPyConnection, c: Collected, *, run_id: str, mode: str,
+         settings: Settings) -> RunRecord:
+    """Gate the refresh as a whole, then merge it: offers, quarantine and run log in one
+    transaction. A refused or failed load leaves the stored offers as they were."""
+    counts = dict(captures=c.captures, offers_parsed=c.offers_parsed,
+                  unknown_labels=c.unknown_labels,
+                  observed_at=max((o.observed_at for o in c.offers), default=None))
+    refusal = refresh_refusal(len(c.offers), last_good_count(con, c.provider), settings)
+    if refusal:
+        # The refused offers are kept for review; the stored offers stay as they were.
+        held = [Reject(provider=c.provider, offer_key=o.offer_key, reason=f"refused: {refusal}",
+                       raw=o.model_dump_json()) for o in c.offers]
+        record = _finish(c.provider, run_id, mode, c.started_at, "refused", complete=False,
+                         quarantined=len(c.rejects) + len(held),
+                         error=f"{c.provider}: {refusal}", **counts)
+        with transaction(con):
+            write_quarantine(con, [*c.rejects, *held], run_id=run_id, at=record.finished_at)
+            write_run(con, record)
+        return record
+    try:
+        with transaction(con):
+            merged = merge_offers(con, offers_to_table(c.offers), provider=c.provider,
+                                  run_id=run_id, complete=c.complete)
+            record = _finish(c.provider, run_id, mode, c.started_at, "ok",
+                             complete=c.complete, offers_loaded=len(c.offers),
+                             new_offers=merged.new, changed_offers=merged.changed,
+                             unchanged_offers=merged.unchanged, closed_offers=merged.closed,
+                             quarantined=len(c.rejects), **counts)
+            write_quarantine(con, c.rejects, run_id=run_id, at=record.finished_at)
+            write_run(con, record)
+    except GpuscoutError as exc:
+        return record_failure(con, c.provider, exc, run_id=run_id, mode=mode,
+                              started=c.started_at, **counts)
+    return record
+
+
+def describe_error(provider: str, exc: BaseException) -> str:
+    """The run log's account of a failure: typed errors as they are, anything else located."""
+    if isinstance(exc, GpuscoutError):
+        return str(exc)
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    loc = f" ({Path(where.filename).name}:{where.lineno})" if where else ""
+    return f"{provider}: internal error {type(exc).__name__}: {exc}{loc}"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth retrying: the network or the provider hiccuped, not the data."""
+    return isinstance(exc, FetchError) and exc.transient
+
+
+def record_failure(con: duckdb.DuckDBPyConnection, provider: str, exc: BaseException, *,
+                   run_id: str, mode: str, started: datetime, **counts: object) -> RunRecord:
+    status = "skipped" if isinstance(exc, MissingCredentialsError) else "failed"
+    record = _finish(provider, run_id, mode, started, status, complete=False,
+                     error=describe_error(provider, exc), **counts)
+    with transaction(con):
+        write_run(con, record)
+    return record
+
+
 def refresh_provider(con: duckdb.DuckDBPyConnection, name: str, *, run_id: str, source: Source,
                      transport: httpx.BaseTransport | None, recorder: ArchiveWriter | None,
                      settings: Settings, catalog: Catalog,
                      fx: Mapping[str, float] = USD_ONLY) -> RunRecord:
     started = now_utc()
-    adapter = get_adapter(name)
-    creds = credentials(adapter.CREDENTIALS)
-    if source.mode == "replay":
-        # Recorded URLs hold masked secrets, so any placeholder replays the same request.
-        creds = {n: creds.get(n, "replay-placeholder") for n in adapter.CREDENTIALS}
-    run = dict(run_id=run_id, provider=name, mode=source.mode, started_at=started)
-
-    def finish(status: str, **fields: object) -> RunRecord:
-        end = now_utc()
-        return RunRecord(**run, finished_at=end, duration_s=(end - started).total_seconds(),
-                         status=status, **fields)
-
-    captures: list = []
     try:
-        with HttpClient(name, transport=transport, recorder=recorder,
-                        secrets=tuple(creds.values())) as client:
-            captures = adapter.fetch(client, creds)
-        parsed = adapter.parse(captures)
-    except MissingCredentialsError as exc:
-        return _log_failure(con, finish("skipped", complete=False, error=str(exc)))
-    except AdapterError as exc:
-        return _log_failure(con, finish("failed", complete=False, captures=len(captures),
-                                        error=str(exc)))
-    except Exception as exc:  # a parser bug must not stop the other providers
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        error = (f"{name}: internal error {type(exc).__name__}: {exc} "
-                 f"({Path(where.filename).name}:{where.lineno})")
-        return _log_failure(con, finish("failed", complete=False, captures=len(captures),
-                                        error=error))
-
-    norm = normalize(parsed.offers, catalog, fx)
-    gated = gate_rows(norm.offers, settings)
-    rejects: list[Reject] = [*parsed.rejects, *norm.rejects, *gated.rejects]
-    counts = dict(captures=len(captures), offers_parsed=len(parsed.offers),
-                  unknown_labels=norm.unknown_labels,
-                  observed_at=max((o.observed_at for o in gated.offers), default=None))
-    refusal = refresh_refusal(len(gated.offers), last_good_count(con, name), settings)
-    if refusal:
-        # The refused offers are kept for review; the stored offers stay as they were.
-        held = [Reject(provider=name, offer_key=o.offer_key, reason=f"refused: {refusal}",
-                       raw=o.model_dump_json()) for o in gated.offers]
-        record = finish("refused", complete=False, quarantined=len(rejects) + len(held),
-                        error=f"{name}: {refusal}", **counts)
-        with transaction(con):
-            write_quarantine(con, [*rejects, *held], run_id=run_id, at=record.finished_at)
-            write_run(con, record)
-        return record
-
-    try:
-        with transaction(con):
-            merged = merge_offers(con, offers_to_table(gated.offers), provider=name,
-                                  run_id=run_id, complete=parsed.complete)
-            record = finish("ok", complete=parsed.complete, offers_loaded=len(gated.offers),
-                            new_offers=merged.new, changed_offers=merged.changed,
-                            unchanged_offers=merged.unchanged, closed_offers=merged.closed,
-                            quarantined=len(rejects), **counts)
-            write_quarantine(con, rejects, run_id=run_id, at=record.finished_at)
-            write_run(con, record)
-    except GpuscoutError as exc:
-        return _log_failure(con, finish("failed", complete=False, error=str(exc), **counts))
-    return record
-
-
-def _log_failure(con: duckdb.DuckDBPyConnection, record: RunRecord) -> RunRecord:
-    with transaction(con):
-        write_run(con, record)
-    return record
+        collected = collect(name, source=source, transport=transport, recorder=recorder,
+                            settings=settings, catalog=catalog, fx=fx)
+    except Exception as exc:  # one provider's failure, whatever it is, never stops the others
+        return record_failure(con, name, exc, run_id=run_id, mode=source.mode, started=started)
+    return load(con, collected, run_id=run_id, mode=source.mode, settings=settings)
