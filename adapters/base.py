@@ -4,7 +4,8 @@ A provider module (`adapters/<provider>.py`) is a plain module with:
 
     NAME: str                  the provider id used everywhere (warehouse, CLI, aliases)
     SOURCE_KIND: SourceKind    "api" or "html"
-    CREDENTIALS: tuple[str, ...]   environment variables it reads for a live fetch (may be empty)
+    CREDENTIALS: tuple[str, ...]   environment variables it reads for a live fetch (may be empty);
+                                   optional unless fetch() raises MissingCredentialsError
     def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]
     def parse(captures: Sequence[Capture]) -> ParseResult
 

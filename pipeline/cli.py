@@ -120,9 +120,12 @@ def offers(
     with connect(_db(db), read_only=True) as con:
         table = run_named(con, "offers", params)
     if format is Format.table:
-        table = table.select(["provider", "gpu_id", "gpu_count", "vram_gb", "interconnect",
-                              "pricing_model", "price_usd_per_gpu_hour", "price_usd_per_hour",
-                              "region", "availability", "observed_at", "stale"])
+        shown = {"provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
+                 "interconnect": "link", "pricing_model": "pricing",
+                 "price_usd_per_gpu_hour": "$/gpu-h", "price_usd_per_hour": "$/h",
+                 "region": "region", "availability": "avail", "observed_at": "observed",
+                 "stale": "stale"}
+        table = table.select(list(shown)).rename_columns(list(shown.values()))
     render(table, format, title=f"{table.num_rows} current offers")
 
 

@@ -21,6 +21,12 @@ class Format(StrEnum):
     csv = "csv"
 
 
+def console(*, stderr: bool = False) -> Console:
+    """A console that stays readable when piped: wide instead of rich's 80-column default."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 160)
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
@@ -33,7 +39,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1000 else f"{value:,.0f}"
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M")
+        return value.strftime("%Y-%m-%d")
     if isinstance(value, list):
         return ", ".join(map(str, value)) or "-"
     return str(value)
@@ -57,4 +63,4 @@ def render(table: pa.Table, fmt: Format, *, title: str | None = None) -> None:
             out.add_column(c, overflow="fold")
         for r in rows:
             out.add_row(*(_cell(r[c]) for c in table.column_names))
-        Console().print(out)
+        console().print(out)

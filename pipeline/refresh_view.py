@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipeline.output import console as make_console
 from pipeline.refresh import ProgressHook, RunReport
 from warehouse.load import RunRecord
 
@@ -20,7 +20,7 @@ def progress_display(*, enabled: bool) -> Iterator[ProgressHook | None]:
     if not enabled:
         yield None
         return
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("refreshing", total=None)
@@ -47,5 +47,10 @@ def report_table(report: RunReport) -> None:
         table.add_row(r.provider, f"[{_STYLE.get(r.status, '')}]{r.status}[/]",
                       str(r.offers_loaded), str(r.new_offers), str(r.changed_offers),
                       str(r.unchanged_offers), str(r.closed_offers), str(r.quarantined),
-                      ", ".join(r.unknown_labels) or "-", r.error or "-")
-    Console().print(table)
+                      str(len(r.unknown_labels)), r.error or "-")
+    out = make_console()
+    out.print(table)
+    if any(r.unknown_labels for r in report.providers):
+        listed = "; ".join(f"{r.provider}: {', '.join(r.unknown_labels)}"
+                           for r in report.providers if r.unknown_labels)
+        out.print(f"unknown GPU labels (kept with gpu_id NULL): {listed}")

@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.models import Availability, Interconnect, NetworkFabric, Offer, PriceKind, PricingModel
+from pipeline.models import (
+    Availability,
+    Interconnect,
+    NetworkFabric,
+    Offer,
+    PriceKind,
+    PricingModel,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -14,15 +14,13 @@ from warehouse.sqlfiles import query
 
 def run_named(con: duckdb.DuckDBPyConnection, name: str,
               params: Mapping[str, Any] | None = None) -> pa.Table:
-    return con.execute(query(name), dict(params or {})).fetch_arrow_table()
+    return con.sql(query(name), params=dict(params or {})).to_arrow_table()
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     """A user's own SQL (the CLI opens the warehouse read-only for it)."""
     try:
-        result = con.execute(sql)
+        relation = con.sql(sql)
+        return relation.to_arrow_table() if relation is not None else pa.table({})
     except duckdb.Error as exc:
         raise UserInputError(f"SQL error: {str(exc).splitlines()[0]}") from exc
-    if result.description is None:
-        return pa.table({})
-    return result.fetch_arrow_table()

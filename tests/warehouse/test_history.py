@@ -60,7 +60,7 @@ def test_price_change_closes_one_version_and_opens_one(con) -> None:
     counts = _load(con, [make_offer("a", price=21.0, observed_at=t1)], run="r2")
     assert (counts.new, counts.changed) == (0, 1)
     rows = con.execute("""SELECT price_usd_per_hour, valid_from, valid_to, opened_by_run,
-                                 closed_by_run FROM offer_versions ORDER BY valid_from""").fetchall()
+                          closed_by_run FROM offer_versions ORDER BY valid_from""").fetchall()
     assert rows == [(23.92, T0, t1, "r1", "r2"), (21.0, t1, None, "r2", None)]
     assert con.execute("SELECT price_usd_per_hour FROM current_offers").fetchall() == [(21.0,)]
 

@@ -1,0 +1,190 @@
+"""RunPod: per-GPU list prices from the public GraphQL API (`gpuTypes`).
+
+One GPU type yields up to four offers of one GPU each: Secure Cloud and Community Cloud, each
+on-demand and spot (interruptible, bid). RunPod prices a GPU type per cloud tier, not per region,
+so `region` stays None and the tier is part of the offer key and `provider_data`.
+
+Reading rules, each backed by a recorded payload (adapters/snapshots/runpod/PROVENANCE.md):
+- `id` is the canonical GPU name ("NVIDIA H100 80GB HBM3"); `displayName` is the short one.
+- A price of 0 or null means "not offered there": no offer, and not a reject.
+- A tier is offered only when its flag (`secureCloud`, `communityCloud`) is true. A tier whose
+  flag is false still carries a price, and it is a placeholder (0.5 for MI300X, B200 and RTX PRO
+  6000 community in the 2025-06-21 capture, next to secure prices of 2.49, 6.39 and 1.79), while
+  0.5 is a real price elsewhere (RTX 3090 secure, 2026-08-25). So a price without its flag cannot
+  be read: a body without any flag is a ParseError, an entry without one a Reject.
+- When a body has no per-cloud price fields (other collectors' queries), `lowestPrice`
+  (`uninterruptablePrice`, `minimumBidPrice`) gives one offer across clouds, tier "any".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from adapters.archive import Capture
+from adapters.base import SourceKind
+from adapters.errors import ParseError
+from adapters.http import HttpClient
+from pipeline.models import (
+    ParsedOffer,
+    ParseResult,
+    PriceKind,
+    PricingModel,
+    ProviderData,
+    Reject,
+)
+
+GRAPHQL_URL = "https://api.runpod.io/graphql"
+GPU_TYPES_QUERY = (
+    "query GpuTypes { gpuTypes { id displayName memoryInGb maxGpuCount secureCloud "
+    "communityCloud securePrice communityPrice secureSpotPrice communitySpotPrice "
+    "lowestPrice(input: {gpuCount: 1}) { minimumBidPrice uninterruptablePrice stockStatus } } }"
+)
+
+NAME = "runpod"
+SOURCE_KIND: SourceKind = "api"
+CREDENTIALS: tuple[str, ...] = ("RUNPOD_API_KEY",)  # optional: sent only when set
+
+# tier -> (availability flag, on-demand price field, spot price field)
+TIERS: dict[str, tuple[str, str, str]] = {
+    "secure": ("secureCloud", "securePrice", "secureSpotPrice"),
+    "community": ("communityCloud", "communityPrice", "communitySpotPrice"),
+}
+ANY_TIER = "any"  # lowestPrice: the cheapest across clouds
+PRICE_FIELDS = ("securePrice", "communityPrice", "secureSpotPrice", "communitySpotPrice",
+                "lowestPrice")
+
+
+def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
+    key = creds.get("RUNPOD_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else None
+    return [client.post_json(GRAPHQL_URL, {"query": GPU_TYPES_QUERY}, headers=headers)]
+
+
+def parse(captures: Sequence[Capture]) -> ParseResult:
+    """Offers from every capture; when captures repeat an offer key, the newest one wins."""
+    newest: dict[str, ParsedOffer] = {}
+    rejects: list[Reject] = []
+    for capture in sorted(captures, key=lambda c: c.fetched_at):
+        for entry in _gpu_types(capture):
+            offers, bad = _offers(entry, capture)
+            newest.update((o.offer_key, o) for o in offers)
+            rejects.extend(bad)
+    return ParseResult(offers=list(newest.values()), rejects=rejects)
+
+
+# -- body -------------------------------------------------------------------------------------
+
+
+def _gpu_types(capture: Capture) -> list[Any]:
+    """The gpuTypes list from a GraphQL envelope, or a bare list as one collector stored it."""
+    try:
+        doc = json.loads(capture.body)
+    except ValueError as exc:
+        raise _error(capture, f"body is not JSON ({exc})", None) from None
+    if isinstance(doc, dict):
+        if doc.get("errors"):  # even next to partial data: fields may be null, so refuse it
+            messages = "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e)
+                                 for e in doc["errors"])
+            raise _error(capture, f"GraphQL errors: {messages}", "errors")
+        data = doc.get("data")
+        doc = data.get("gpuTypes") if isinstance(data, dict) else None
+    if not isinstance(doc, list):
+        raise _error(capture, "expected data.gpuTypes to be a list", "data.gpuTypes")
+    entries = [e for e in doc if isinstance(e, dict)]
+    # A field renamed upstream is a field that no entry has: refuse the body rather than read
+    # it as "nothing offered".
+    if entries and not any("id" in e for e in entries):
+        raise _error(capture, "no gpuTypes entry has an 'id'", "id")
+    if entries and not any(f in e for e in entries for f in PRICE_FIELDS):
+        raise _error(capture, "no gpuTypes entry has a price field", "securePrice")
+    if entries and not any(t[0] in e for e in entries for t in TIERS.values()):
+        raise _error(capture, "no gpuTypes entry says which clouds offer it (secureCloud, "
+                     "communityCloud): prices cannot be told from placeholders", "secureCloud")
+    return doc
+
+
+def _error(capture: Capture, message: str, field: str | None) -> ParseError:
+    return ParseError(message, provider=NAME, url=capture.url, field=field,
+                      snippet=capture.text()[:200])
+
+
+# -- one GPU type -----------------------------------------------------------------------------
+
+
+class _Price(NamedTuple):
+    tier: str
+    model: PricingModel
+    field: str
+    value: Any
+    kind: PriceKind
+
+
+def _offers(entry: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    raw = json.dumps(entry, sort_keys=True)
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
+        return [], [Reject(provider=NAME, reason="gpuTypes entry without an id", raw=raw)]
+    lowest = entry.get("lowestPrice") if isinstance(entry.get("lowestPrice"), dict) else {}
+    prices, rejects = _prices(entry, lowest, raw)
+    offers: list[ParsedOffer] = []
+    for p in prices:
+        if p.value is None or p.value == 0:
+            continue  # not offered in this tier
+        key = f"{entry['id']}|{p.tier}|{p.model.value}"
+        if isinstance(p.value, bool) or not isinstance(p.value, int | float) or p.value < 0:
+            rejects.append(Reject(provider=NAME, reason=f"{p.field} is not a price: {p.value!r}",
+                                  raw=raw, offer_key=key))
+            continue
+        try:
+            offers.append(_offer(entry, capture, key, p, lowest))
+        except ValidationError as exc:
+            rejects.append(Reject(provider=NAME, raw=raw, offer_key=key,
+                                  reason=f"invalid offer: {exc.errors()[0]['msg']}"))
+    return offers, rejects
+
+
+def _prices(entry: dict[str, Any], lowest: dict[str, Any],
+            raw: str) -> tuple[list[_Price], list[Reject]]:
+    """The price fields that stand for an offer: per cloud tier, else lowestPrice."""
+    prices: list[_Price] = []
+    rejects: list[Reject] = []
+    for tier, (flag, on_demand, spot) in TIERS.items():
+        for model, field in ((PricingModel.ON_DEMAND, on_demand), (PricingModel.SPOT, spot)):
+            if field not in entry or entry.get(flag) is False:
+                continue
+            if entry.get(flag) is not True and entry[field]:
+                rejects.append(Reject(provider=NAME, raw=raw, reason=f"{field} without a "
+                                      f"{flag} flag: may be a placeholder"))
+                continue
+            prices.append(_Price(tier, model, field, entry[field], PriceKind.LISTED))
+    if not any(entry.get(flag) is True for flag, _, _ in TIERS.values()):
+        return prices, rejects
+    for model, fields, low in (
+        (PricingModel.ON_DEMAND, ("securePrice", "communityPrice"), "uninterruptablePrice"),
+        (PricingModel.SPOT, ("secureSpotPrice", "communitySpotPrice"), "minimumBidPrice"),
+    ):
+        if not any(f in entry for f in fields) and low in lowest:
+            # the cheapest across clouds right now: a market observation, not a list price
+            prices.append(_Price(ANY_TIER, model, f"lowestPrice.{low}", lowest[low],
+                                 PriceKind.OBSERVED))
+    return prices, rejects
+
+
+def _offer(entry: dict[str, Any], capture: Capture, key: str, price: _Price,
+           lowest: dict[str, Any]) -> ParsedOffer:
+    vram = entry.get("memoryInGb")
+    data: ProviderData = {"display_name": entry.get("displayName"), "cloud": price.tier,
+                          "price_field": price.field}
+    if isinstance(entry.get("maxGpuCount"), int):
+        data["max_gpu_count"] = entry["maxGpuCount"]
+    if lowest.get("stockStatus") is not None:
+        data["stock_status"] = str(lowest["stockStatus"])
+    return ParsedOffer(
+        provider=NAME, offer_key=key, gpu_label=entry["id"], gpu_count=1,
+        vram_gb_per_gpu=float(vram) if isinstance(vram, int | float) and vram > 0 else None,
+        pricing_model=price.model, price_per_hour=float(price.value), price_kind=price.kind,
+        source_url=capture.url, observed_at=capture.fetched_at, provider_data=data,
+    )

@@ -1,0 +1,216 @@
+"""Vast.ai: marketplace asks from the public offer search (`/api/v0/bundles/`), aggregated.
+
+A marketplace answers with thousands of individual asks (one host, one machine, one price) that
+come and go every night. Keeping each ask as an offer would make price history a list of
+births and deaths, so asks are grouped into one offer per (GPU name, GPUs per ask, VRAM per GPU
+in whole GB, country, pricing model): the price is the cheapest ask, `available_count` the number
+of asks, and the median and highest ask go into `provider_data`. Prices are observed, not listed.
+
+Units, as the payloads show them (adapters/snapshots/vastai/PROVENANCE.md):
+- `dph_total` is $/hour for the whole ask: all its GPUs plus the storage charge
+  (`dph_base` + `storage_total_cost` in the full-schema offer). `min_bid`, the lowest bid that
+  wins the same ask as an interruptible instance, is taken as whole-ask $/hour too (as gpuhunt
+  does); no payload states its unit.
+- `gpu_ram` is MiB per GPU. GPU memory is sold in binary units ("80 GB" = 80 GiB = 81920 MiB),
+  which is also how the GPU catalog records VRAM, so VRAM = MiB / 1024 (24564 MiB -> 24 GB,
+  not the 25.8 decimal GB). Reported values sit a little under nominal (81559 MiB on an H100);
+  the catalog resolves with a tolerance.
+- `cpu_ram` is MiB for the whole machine; an ask gets the share `gpu_frac` of it (docs.vast.ai,
+  "Docker environment": RAM is allocated in proportion to the share of GPUs).
+  `cpu_cores_effective` is already that share. `disk_space` is GB.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from adapters.archive import Capture
+from adapters.base import SourceKind
+from adapters.errors import ParseError
+from adapters.http import HttpClient
+from pipeline.models import (
+    Availability,
+    ParsedOffer,
+    ParseResult,
+    PriceKind,
+    PricingModel,
+    ProviderData,
+    Reject,
+)
+
+BUNDLES_URL = "https://console.vast.ai/api/v0/bundles/"
+# Every rentable on-demand ask in one request. The limit is gpuhunt's for the same endpoint; a
+# response that fills it may be cut (the refresh's row-count gate is the guard).
+QUERY: dict[str, Any] = {"rentable": {"eq": True}, "type": "on-demand", "limit": 3000}
+
+NAME = "vastai"
+SOURCE_KIND: SourceKind = "api"
+CREDENTIALS: tuple[str, ...] = ("VAST_API_KEY",)  # optional: the search works without a key
+
+REQUIRED = ("gpu_name", "num_gpus", "gpu_ram", "dph_total")
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class _Ask:
+    gpu_name: str
+    num_gpus: int
+    vram_gb: int
+    country: str | None
+    raw: dict[str, Any]
+    capture: Capture
+
+
+def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
+    key = creds.get("VAST_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else None
+    params = {"q": json.dumps(QUERY, separators=(",", ":"))}
+    return [client.get(BUNDLES_URL, params=params, headers=headers)]
+
+
+def parse(captures: Sequence[Capture]) -> ParseResult:
+    groups: dict[tuple[str, int, int, str | None, PricingModel], list[tuple[float, _Ask]]]
+    groups = defaultdict(list)
+    rejects: list[Reject] = []
+    for capture in captures:
+        for raw in _asks(capture):
+            ask = _ask(raw, capture)
+            if isinstance(ask, Reject):
+                rejects.append(ask)
+                continue
+            base = (ask.gpu_name, ask.num_gpus, ask.vram_gb, ask.country)
+            groups[(*base, PricingModel.ON_DEMAND)].append((float(raw["dph_total"]), ask))
+            bid = raw.get("min_bid")
+            if _is_number(bid) and bid > 0:
+                groups[(*base, PricingModel.SPOT)].append((float(bid), ask))
+    offers: list[ParsedOffer] = []
+    for (name, count, vram, country, model), asks in sorted(groups.items(), key=_group_order):
+        result = _offer(name, count, vram, country, model, sorted(asks, key=lambda a: a[0]))
+        (offers if isinstance(result, ParsedOffer) else rejects).append(result)
+    return ParseResult(offers=offers, rejects=rejects)
+
+
+# -- body -------------------------------------------------------------------------------------
+
+
+def _asks(capture: Capture) -> list[Any]:
+    """The asks from the API envelope {"offers": [...]} or a bare list (CLI --raw)."""
+    try:
+        doc = json.loads(capture.body)
+    except ValueError as exc:
+        raise _error(capture, f"body is not JSON ({exc})", None) from None
+    if isinstance(doc, dict):
+        doc = doc.get("offers")
+    if not isinstance(doc, list):
+        raise _error(capture, "expected a list of offers or {'offers': [...]}", "offers")
+    entries = [e for e in doc if isinstance(e, dict)]
+    for field in REQUIRED:  # a field renamed upstream is missing from every ask
+        if entries and not any(field in e for e in entries):
+            raise _error(capture, f"no offer has '{field}'", field)
+    return doc
+
+
+def _error(capture: Capture, message: str, field: str | None) -> ParseError:
+    return ParseError(message, provider=NAME, url=capture.url, field=field,
+                      snippet=capture.text()[:200])
+
+
+# -- one ask ----------------------------------------------------------------------------------
+
+
+def _ask(raw: Any, capture: Capture) -> _Ask | Reject:
+    if not isinstance(raw, dict):
+        return _reject(f"offer is not an object: {type(raw).__name__}", raw)
+    name, count, ram, price = (raw.get(f) for f in REQUIRED)
+    if not isinstance(name, str) or not name.strip():
+        return _reject("missing gpu_name", raw)
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return _reject(f"num_gpus is not a positive integer: {count!r}", raw)
+    if not _is_number(ram) or ram <= 0:
+        return _reject(f"gpu_ram is not a positive number: {ram!r}", raw)
+    if not _is_number(price) or price <= 0:
+        return _reject(f"dph_total is not a positive price: {price!r}", raw)
+    return _Ask(gpu_name=name.strip(), num_gpus=count, vram_gb=round(ram / 1024),
+                country=_country(raw.get("geolocation")), raw=raw, capture=capture)
+
+
+def _country(geolocation: Any) -> str | None:
+    """'Guangxi, CN' -> 'CN'; a location without a comma is kept whole."""
+    if not isinstance(geolocation, str) or not geolocation.strip():
+        return None
+    return geolocation.rsplit(",", 1)[-1].strip()
+
+
+def _reject(reason: str, raw: Any) -> Reject:
+    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True))
+
+
+# -- one aggregated offer ---------------------------------------------------------------------
+
+
+def _offer(name: str, count: int, vram: int, country: str | None, model: PricingModel,
+           asks: list[tuple[float, _Ask]]) -> ParsedOffer | Reject:
+    prices = [p for p, _ in asks]
+    price, cheapest = asks[0]
+    raw = cheapest.raw
+    key = f"{name}|{count}x|{vram}GB|{country or '*'}|{model.value}"
+    data: ProviderData = {
+        "ask_count": len(asks),
+        "median_ask": round(statistics.median(prices), 6),
+        "max_ask": prices[-1],
+        # the cheapest ask, which sets the price and the machine figures below
+        "min_ask_id": raw.get("id"),
+        "min_ask_gpu_ram_mib": raw["gpu_ram"],
+        "min_ask_gpu_frac": raw.get("gpu_frac"),
+        "min_ask_reliability": raw.get("reliability"),
+        "min_ask_inet_down_mbps": raw.get("inet_down"),
+        "min_ask_inet_up_mbps": raw.get("inet_up"),
+        "min_ask_geolocation": raw.get("geolocation"),
+    }
+    disk = _positive(raw.get("disk_space"))
+    try:
+        return ParsedOffer(
+            provider=NAME, offer_key=key, gpu_label=name, gpu_count=count,
+            vram_gb_per_gpu=vram or None, pricing_model=model, price_per_hour=price,
+            price_kind=PriceKind.OBSERVED, region=country,
+            vcpus=_positive(raw.get("cpu_cores_effective")), ram_gb=_ram_share_gb(raw),
+            disk_gb=round(disk, 1) if disk else None, availability=Availability.IN_STOCK,
+            available_count=len(asks), source_url=cheapest.capture.url,
+            observed_at=cheapest.capture.fetched_at,
+            provider_data={k: v for k, v in data.items() if _is_scalar(v)},
+        )
+    except ValidationError as exc:
+        return Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}",
+                      raw=json.dumps(raw, sort_keys=True), offer_key=key)
+
+
+def _ram_share_gb(raw: dict[str, Any]) -> float | None:
+    ram, frac = raw.get("cpu_ram"), raw.get("gpu_frac")
+    if not (_is_number(ram) and _is_number(frac)) or ram <= 0 or not 0 < frac <= 1:
+        return None
+    return round(ram * frac * MIB / 1e9, 1)
+
+
+def _positive(value: Any) -> float | None:
+    return float(value) if _is_number(value) and value > 0 else None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is not None and isinstance(value, str | int | float | bool)
+
+
+def _group_order(item: tuple[tuple[str, int, int, str | None, PricingModel], Any]
+                 ) -> tuple[str, int, int, str, str]:
+    name, count, vram, country, model = item[0]
+    return (name, count, vram, country or "", model.value)

@@ -1,0 +1,81 @@
+"""Invariants every adapter's offers hold, whatever the provider.
+
+Each `tests/adapters/test_<provider>.py` subclasses `OfferInvariants` as `Test…Invariants`, sets
+`NAME` and `EXPECTED_UNKNOWN`, and supplies an `offers` fixture (usually parametrized over its
+snapshot and fixture files). Also: `load_capture`, which builds the `Capture` a file stands for
+from the archive manifest next to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from adapters.archive import Capture, read_manifest
+from pipeline.catalog import VRAM_TOLERANCE, Resolved, Unknown, load_catalog
+from pipeline.models import ParsedOffer
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def load_capture(folder: Path, file: str) -> Capture:
+    """The capture of `file` as its folder's manifest.json records it (URL, method, date)."""
+    entries = [e for e in read_manifest(folder) if e.file == file]
+    assert len(entries) == 1, f"{file} is listed {len(entries)} times in {folder}/manifest.json"
+    entry = entries[0]
+    return Capture(provider=folder.name, url=entry.url, method=entry.method, status=entry.status,
+                   headers=entry.headers, body=(folder / file).read_bytes(),
+                   fetched_at=entry.fetched_at)
+
+
+class OfferInvariants:
+    NAME: ClassVar[str]
+    # Labels that may come back Unknown from the catalog (no alias, or listed as unmapped).
+    EXPECTED_UNKNOWN: ClassVar[frozenset[str]] = frozenset()
+
+    def test_not_empty(self, offers: list[ParsedOffer]) -> None:
+        # An empty result would let every other invariant pass without checking anything.
+        assert offers
+
+    def test_prices_positive(self, offers: list[ParsedOffer]) -> None:
+        assert all(o.price_per_hour > 0 for o in offers)
+
+    def test_gpu_count_positive(self, offers: list[ParsedOffer]) -> None:
+        assert all(o.gpu_count > 0 for o in offers)
+
+    def test_provider_is_name(self, offers: list[ParsedOffer]) -> None:
+        assert {o.provider for o in offers} == {self.NAME}
+
+    def test_offer_keys_unique(self, offers: list[ParsedOffer]) -> None:
+        keys = [o.offer_key for o in offers]
+        assert len(keys) == len(set(keys))
+
+    def test_observed_at_aware(self, offers: list[ParsedOffer]) -> None:
+        assert all(o.observed_at.utcoffset() is not None for o in offers)
+
+    def test_labels_resolve_or_expected_unknown(self, offers: list[ParsedOffer]) -> None:
+        catalog = load_catalog()
+        for o in offers:
+            res = catalog.resolve(self.NAME, o.gpu_label, o.vram_gb_per_gpu)
+            if isinstance(res, Unknown):
+                assert o.gpu_label in self.EXPECTED_UNKNOWN, res.reason
+            else:
+                assert o.gpu_label not in self.EXPECTED_UNKNOWN, (
+                    f"{o.gpu_label!r} resolves to {res.gpu_id}: drop it from EXPECTED_UNKNOWN")
+
+    def test_never_a_gpu_with_other_vram(self, offers: list[ParsedOffer]) -> None:
+        catalog = load_catalog()
+        for o in offers:
+            if o.vram_gb_per_gpu is None:
+                continue
+            res = catalog.resolve(self.NAME, o.gpu_label, o.vram_gb_per_gpu)
+            if isinstance(res, Resolved):
+                nominal = catalog.gpu(res.gpu_id).vram_gb
+                assert abs(o.vram_gb_per_gpu - nominal) <= VRAM_TOLERANCE * nominal, o.offer_key
+            # Unknown with the reported VRAM must not hide an alias that names a GPU of
+            # another size: then the label alone would resolve.
+            blind = catalog.resolve(self.NAME, o.gpu_label)
+            if isinstance(res, Unknown) and isinstance(blind, Resolved):
+                raise AssertionError(f"{o.gpu_label!r} maps to {blind.gpu_id} but the provider "
+                                     f"reports {o.vram_gb_per_gpu} GB: {res.reason}")

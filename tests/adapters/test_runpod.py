@@ -1,0 +1,201 @@
+"""adapters/runpod.py on recorded GraphQL gpuTypes responses."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+
+from adapters import runpod
+from adapters.archive import Capture, ReplayTransport
+from adapters.errors import ParseError
+from adapters.http import HttpClient
+from adapters.registry import SNAPSHOTS_DIR
+from pipeline.models import ParsedOffer, PriceKind, PricingModel
+
+SNAP = SNAPSHOTS_DIR / "runpod"
+FIX = FIXTURES / "runpod"
+JUMBO = "gpu_types_list_jumbo2020_2025-06-21.json"
+ONIQ = "gpu_types_lowestprice_oniq_2026-08-25.json"
+FIVE_FIELDS = "graphql_gpu_types_5fields_ewyluda_d789fed.json"
+DOCS = "docs_example_gpu_type_by_id_lowestprice.json"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _prices(offers: list[ParsedOffer], gpu: str) -> dict[str, float]:
+    """'tier|model' -> price for one GPU type."""
+    return {o.offer_key.removeprefix(f"{gpu}|"): o.price_per_hour
+            for o in offers if o.gpu_label == gpu}
+
+
+def _with_body(doc: Any) -> Capture:
+    return load_capture(SNAP, JUMBO).model_copy(update={"body": json.dumps(doc).encode()})
+
+
+def _jumbo() -> list[dict[str, Any]]:
+    return json.loads((SNAP / JUMBO).read_bytes())
+
+
+class TestRunpodInvariants(OfferInvariants):
+    NAME = "runpod"
+    # RunPod ids listed as unmapped in gpu_aliases.csv (no catalog row).
+    EXPECTED_UNKNOWN = frozenset({
+        "NVIDIA GeForce RTX 3070", "NVIDIA GeForce RTX 3080", "NVIDIA GeForce RTX 3080 Ti",
+        "NVIDIA GeForce RTX 4070 Ti", "NVIDIA GeForce RTX 4080 SUPER",
+        "NVIDIA RTX 2000 Ada Generation", "NVIDIA RTX 4000 SFF Ada Generation",
+        "NVIDIA RTX A2000", "NVIDIA RTX A4500", "NVIDIA RTX PRO 4000 Blackwell",
+    })
+
+    @pytest.fixture(params=[(SNAP, JUMBO), (FIX, ONIQ), (FIX, DOCS)], ids=[JUMBO, ONIQ, DOCS])
+    def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
+        return runpod.parse([load_capture(*request.param)]).offers
+
+
+def test_jumbo_list_counts_and_h100_prices() -> None:
+    result = runpod.parse([load_capture(SNAP, JUMBO)])
+    assert (len(result.offers), len(result.rejects)) == (103, 0)
+    assert _prices(result.offers, H100) == {
+        "secure|on_demand": 2.99, "secure|spot": 1.75,
+        "community|on_demand": 2.69, "community|spot": 1.5,
+    }
+    h100 = next(o for o in result.offers if o.offer_key == f"{H100}|secure|spot")
+    assert (h100.gpu_count, h100.vram_gb_per_gpu, h100.region) == (1, 80.0, None)
+    assert (h100.pricing_model, h100.price_kind) == (PricingModel.SPOT, PriceKind.LISTED)
+    assert h100.provider_data == {"display_name": "H100 SXM", "cloud": "secure",
+                                  "price_field": "secureSpotPrice", "max_gpu_count": 8}
+    assert h100.source_url == "https://api.runpod.io/graphql"
+    assert h100.observed_at == datetime(2025, 6, 21, 23, 18, tzinfo=UTC)
+
+
+def test_a_tier_flagged_off_has_no_offer_whatever_its_price() -> None:
+    offers = runpod.parse([load_capture(SNAP, JUMBO)]).offers
+    # communityCloud false with communityPrice 0.5: a placeholder, not a $0.50 B200.
+    assert _prices(offers, "NVIDIA B200") == {"secure|on_demand": 6.39}
+    assert _prices(offers, "AMD Instinct MI300X OAM") == {
+        "secure|on_demand": 2.49, "secure|spot": 1.49}
+    # secureCloud false: only the community tier.
+    assert _prices(offers, "NVIDIA A30") == {"community|on_demand": 0.22, "community|spot": 0.11}
+    # Zero or null prices everywhere: no offer and no reject.
+    assert _prices(offers, "unknown") == {}
+
+
+def test_oniq_envelope_with_lowest_price() -> None:
+    result = runpod.parse([load_capture(FIX, ONIQ)])
+    assert (len(result.offers), len(result.rejects)) == (22, 0)
+    assert _prices(result.offers, "NVIDIA GeForce RTX 3090") == {
+        "secure|on_demand": 0.5, "community|on_demand": 0.22, "any|spot": 0.22}
+    # secureCloud false; lowestPrice all null: one offer.
+    assert _prices(result.offers, "NVIDIA GeForce RTX 3090 Ti") == {"community|on_demand": 0.27}
+    assert _prices(result.offers, "NVIDIA L4") == {"secure|on_demand": 0.49, "any|spot": 0.44}
+    spot = next(o for o in result.offers if o.offer_key == "NVIDIA L4|any|spot")
+    assert spot.price_kind == PriceKind.OBSERVED
+    assert spot.provider_data["price_field"] == "lowestPrice.minimumBidPrice"
+    # id is the canonical name, displayName the short one (the _provenance note's regression).
+    assert {o.gpu_label for o in result.offers} >= {"NVIDIA RTX 4000 Ada Generation",
+                                                    "NVIDIA RTX 4000 SFF Ada Generation"}
+
+
+def test_docs_example_lowest_price_only() -> None:
+    offers = runpod.parse([load_capture(FIX, DOCS)]).offers
+    assert _prices(offers, "NVIDIA GeForce RTX 3090") == {
+        "any|on_demand": 0.3, "any|spot": 0.163}
+    assert {o.price_kind for o in offers} == {PriceKind.OBSERVED}
+
+
+def test_body_without_cloud_flags_is_a_parse_error() -> None:
+    # The 5-field query has no secureCloud/communityCloud, and its prices include 0.5
+    # placeholders (H200 NVL community 0.5 next to secure 3.79) that cannot be told apart.
+    with pytest.raises(ParseError) as err:
+        runpod.parse([load_capture(FIX, FIVE_FIELDS)])
+    assert err.value.field == "secureCloud"
+
+
+def test_bare_list_and_envelope_read_the_same() -> None:
+    bare = runpod.parse([load_capture(SNAP, JUMBO)]).offers
+    wrapped = runpod.parse([_with_body({"data": {"gpuTypes": _jumbo()}})]).offers
+    assert [o.model_dump() for o in wrapped] == [o.model_dump() for o in bare]
+
+
+def test_graphql_errors_body_is_a_parse_error_with_the_message() -> None:
+    body = {"errors": [{"message": "Something went wrong", "path": ["gpuTypes"]}],
+            "data": None}
+    with pytest.raises(ParseError) as err:
+        runpod.parse([_with_body(body)])
+    assert err.value.field == "errors"
+    assert "Something went wrong" in str(err.value)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (b"<html><body>502 Bad Gateway</body></html>", None),
+    (b'{"data": {}}', "data.gpuTypes"),
+    (b'{"data": {"gpuTypes": {"id": "NVIDIA L4"}}}', "data.gpuTypes"),
+])
+def test_wrong_shape_is_a_parse_error(body: bytes, field: str | None) -> None:
+    capture = load_capture(SNAP, JUMBO).model_copy(update={"body": body})
+    with pytest.raises(ParseError) as err:
+        runpod.parse([capture])
+    assert err.value.field == field
+    assert err.value.url == "https://api.runpod.io/graphql"
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ("id", "gpuId", "id"),
+    ("secureCloud", "isSecureCloud", "secureCloud"),
+])
+def test_renamed_field_is_a_parse_error(old: str, new: str, field: str) -> None:
+    doc = [{(new if k == old else k): v for k, v in e.items()} for e in _jumbo()]
+    if old == "secureCloud":  # both flags renamed
+        doc = [{("isCommunityCloud" if k == "communityCloud" else k): v for k, v in e.items()}
+               for e in doc]
+    with pytest.raises(ParseError) as err:
+        runpod.parse([_with_body(doc)])
+    assert err.value.field == field
+
+
+def test_bad_rows_are_rejected_with_reasons() -> None:
+    doc = _jumbo()
+    h100 = next(e for e in doc if e["id"] == H100)
+    h100["securePrice"] = "2.99"
+    del doc[0]["id"]  # the MI300X entry
+    doc[1]["secureCloud"] = None  # A100 PCIe: a secure price without its flag
+    result = runpod.parse([_with_body(doc)])
+    reasons = sorted(r.reason for r in result.rejects)
+    assert reasons == [
+        "gpuTypes entry without an id",
+        "securePrice is not a price: '2.99'",
+        "securePrice without a secureCloud flag: may be a placeholder",
+        "secureSpotPrice without a secureCloud flag: may be a placeholder",
+    ]
+    assert len(result.offers) == 103 - 2 - 1 - 2  # MI300X, H100 secure od, A100 PCIe secure
+
+
+def test_offline_fetch_serves_the_bundled_list() -> None:
+    with HttpClient("runpod", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
+        captures = runpod.fetch(client, {})
+    assert [c.body for c in captures] == [(SNAP / JUMBO).read_bytes()]
+    assert captures[0].url == load_capture(SNAP, JUMBO).url
+    assert captures[0].method == "POST"
+    assert len(runpod.parse(captures).offers) == 103
+
+
+@pytest.mark.parametrize("creds", [{}, {"RUNPOD_API_KEY": "rp_SECRET_KEY"}])
+def test_fetch_sends_the_query_and_a_key_only_when_set(creds: dict[str, str]) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"data": {"gpuTypes": []}})
+
+    with HttpClient("runpod", transport=httpx.MockTransport(handler)) as client:
+        captures = runpod.fetch(client, creds)
+    assert json.loads(seen[0].content) == {"query": runpod.GPU_TYPES_QUERY}
+    if creds:
+        assert seen[0].headers["authorization"] == "Bearer rp_SECRET_KEY"
+    else:
+        assert "authorization" not in seen[0].headers
+    assert "SECRET" not in captures[0].model_dump_json()
+    assert runpod.parse(captures).offers == []

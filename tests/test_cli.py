@@ -1,0 +1,119 @@
+"""End-to-end CLI on the offline path: refresh the bundled snapshots, then query them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+runner = CliRunner()
+
+
+def _cli(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "w.duckdb"
+    _cli("refresh", "--offline", "--db", str(path), "--format", "json")
+    return path
+
+
+def _json(*args: str) -> list[dict]:
+    return json.loads(_cli(*args, "--format", "json"))
+
+
+def test_offline_refresh_loads_every_registered_provider(db: Path) -> None:
+    from adapters.registry import PROVIDERS
+
+    rows = _json("sql", "select provider, count(*) as n from current_offers group by 1",
+                 "--db", str(db))
+    assert {r["provider"] for r in rows} == set(PROVIDERS)
+    assert all(r["n"] > 0 for r in rows)
+    runs = _json("runs", "--db", str(db))
+    assert {r["status"] for r in runs} == {"ok"}
+
+
+def test_second_identical_refresh_adds_no_history_rows(db: Path, tmp_path: Path) -> None:
+    count = "select count(*) as n from offer_history"
+    before = _json("sql", count, "--db", str(db))[0]["n"]
+    report = json.loads(_cli("refresh", "--offline", "--db", str(db), "--format", "json"))
+    assert all(r["new_offers"] == 0 and r["changed_offers"] == 0 for r in report)
+    assert _json("sql", count, "--db", str(db))[0]["n"] == before
+
+
+def test_offers_for_h100_carry_the_normalized_fields(db: Path) -> None:
+    offers = _json("offers", "--gpu", "H100", "--db", str(db))
+    assert offers
+    for o in offers:
+        assert o["gpu_id"].startswith("h100-")
+        assert o["gpu_count"] > 0 and o["vram_gb"] >= 80
+        assert o["memory_type"].startswith("HBM") and o["interconnect"]
+        assert o["pricing_model"] in {"on_demand", "spot", "reserved"}
+        assert o["price_usd_per_gpu_hour"] == pytest.approx(
+            o["price_usd_per_hour"] / o["gpu_count"])
+    prices = [o["price_usd_per_gpu_hour"] for o in offers]
+    assert prices == sorted(prices)
+
+
+def test_offer_filters(db: Path) -> None:
+    spot = _json("offers", "--spot", "--db", str(db), "--limit", "500")
+    assert spot and {o["pricing_model"] for o in spot} == {"spot"}
+    cheap = _json("offers", "--max-price", "0.5", "--min-vram", "24", "--db", str(db))
+    assert all(o["price_usd_per_gpu_hour"] <= 0.5 and o["vram_gb"] >= 24 for o in cheap)
+    lam = _json("offers", "--provider", "lambda", "--sort", "price", "--db", str(db))
+    assert {o["provider"] for o in lam} == {"lambda"}
+    assert [o["price_usd_per_hour"] for o in lam] == sorted(o["price_usd_per_hour"] for o in lam)
+
+
+def test_csv_output(db: Path) -> None:
+    out = _cli("offers", "--gpu", "a100", "--limit", "3", "--format", "csv", "--db", str(db))
+    header, *rows = out.strip().splitlines()
+    assert header.startswith("provider,gpu_id,") and 0 < len(rows) <= 3
+
+
+def test_gpus_resolve_json() -> None:
+    out = json.loads(_cli("gpus", "resolve", "vastai", "A100 SXM4", "--vram", "80",
+                          "--format", "json"))
+    assert (out["gpu_id"], out["confidence"]) == ("a100-sxm-80gb", "verified")
+    out = json.loads(_cli("gpus", "resolve", "vastai", "Unheard Of", "--format", "json"))
+    assert out["gpu_id"] is None and out["reason"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["offers", "--bogus"], "No such option: --bogus"),
+    (["offers", "--limit", "0"], "Invalid value for '--limit'"),
+    (["offers", "--db", "/nonexistent/w.duckdb"], "run `gpuscout refresh` first"),
+    (["refresh", "--provider", "nope", "--offline", "--db", "/tmp/x.duckdb"],
+     "unknown provider nope"),
+    (["sql", "selec 1", "--db", "DB"], "SQL error"),
+    (["sql", "drop table offer_versions", "--db", "DB"], "read-only"),
+])
+def test_user_errors_are_one_line_without_traceback(db: Path, args: list[str],
+                                                    message: str) -> None:
+    args = [str(db) if a == "DB" else a for a in args]
+    proc = subprocess.run([sys.executable, "-c", "from pipeline.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_record_then_replay_gives_the_same_offers(tmp_path: Path) -> None:
+    archive = tmp_path / "night"
+    _cli("refresh", "--offline", "--record", str(archive), "--db", str(tmp_path / "a.duckdb"),
+         "--format", "json")
+    _cli("refresh", "--replay", str(archive), "--db", str(tmp_path / "b.duckdb"),
+         "--format", "json")
+    q = "select provider, offer_key, price_usd_per_hour from current_offers order by 1, 2"
+    assert _json("sql", q, "--db", str(tmp_path / "a.duckdb")) == \
+        _json("sql", q, "--db", str(tmp_path / "b.duckdb"))
