@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 DB     ?= var/gpuscout.duckdb
-EXTRAS ?= dev
+EXTRAS ?= dev,flows
 
 .PHONY: install demo test lint bench clean
 

@@ -1,0 +1,135 @@
+"""The nightly refresh as a Prefect flow: a thin layer over `pipeline.refresh`.
+
+One task run per provider collects (fetch with archive, parse, normalize, row gates) in
+parallel; the loads then run one after another in the flow, because a DuckDB file has one
+writer. Retries happen only on transient errors (network, 429, 5xx); a parse error fails the
+provider at once. One failing provider never fails the others.
+
+Final state: the flow is Completed when at least one provider loaded (the artifact and the run
+log name the stale ones) and Failed when none did.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import wait
+
+from adapters.archive import ArchiveWriter, ReplayTransport
+from pipeline.catalog import GPUS_CSV, load_catalog
+from pipeline.errors import GpuscoutError
+from pipeline.refresh import (
+    Collected,
+    Source,
+    collect,
+    is_transient,
+    load,
+    new_run_id,
+    record_failure,
+    resolve_providers,
+)
+from pipeline.run_summary import run_summary_markdown
+from pipeline.settings import Settings
+from warehouse.connection import connect
+from warehouse.load import replace_gpu_catalog
+
+# A provider that has not answered in 10 minutes is stuck; the HTTP client's own retries and
+# timeouts (30 s read, 4 attempts) fit well inside it.
+PROVIDER_TIMEOUT_S = 600
+# Staggered: a short blip, a rate-limit window, a provider restarting.
+RETRY_DELAYS_S = [30, 120, 600]
+
+
+class RefreshFailed(GpuscoutError):
+    """No provider loaded: the flow run is marked Failed (the run log says why per provider)."""
+
+
+def _retry_only_transient(task: Any, task_run: Any, state: Any) -> bool:
+    try:
+        state.result()
+    except Exception as exc:
+        return is_transient(exc)
+    return False
+
+
+@task(name="collect", task_run_name="collect {provider}", retries=len(RETRY_DELAYS_S),
+      retry_delay_seconds=RETRY_DELAYS_S, retry_condition_fn=_retry_only_transient,
+      timeout_seconds=PROVIDER_TIMEOUT_S, cache_policy=NO_CACHE, persist_result=False)
+def collect_provider(provider: str, source: Source) -> Collected:
+    """Fetch, archive, parse, normalize and gate one provider (the CLI calls `collect` too)."""
+    transport = ReplayTransport(source.replay_dir) if source.mode == "replay" else None
+    assert source.mode == "live" or source.replay_dir is not None
+    recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
+    return collect(provider, source=source, transport=transport, recorder=recorder,
+                   settings=Settings(), catalog=load_catalog())
+
+
+def night_archive(archive_root: str | None, night: str) -> Path | None:
+    """Where a night's raw responses go: <archive_root>/<YYYY-MM-DD>/<provider>/..."""
+    return Path(archive_root) / night if archive_root else None
+
+
+@flow(name="nightly-refresh", flow_run_name="nightly-refresh {night}")
+def nightly_refresh(providers: list[str] | None = None, db: str | None = None,
+                    archive_root: str | None = "var/archive", offline: bool = False,
+                    replay_dir: str | None = None, night: str | None = None) -> Any:
+    """Refresh every provider (or `providers`) into the warehouse `db`.
+
+    `offline` replays the bundled snapshots, `replay_dir` any archive; otherwise it fetches
+    live. Each night's responses are archived under `archive_root/<night>/` for replay.
+    """
+    logger = get_run_logger()
+    names = resolve_providers(providers)
+    settings = Settings()
+    night = night or f"{datetime.now(UTC):%Y-%m-%d}"
+    record_dir = night_archive(archive_root, night)
+    if offline:
+        source = Source.offline(record_dir)
+    elif replay_dir:
+        source = Source("replay", Path(replay_dir), record_dir)
+    else:
+        source = Source("live", None, record_dir)
+    db_path = db or str(settings.db)
+    run_id = new_run_id(datetime.now(UTC))
+
+    futures = [collect_provider.with_options(tags=[f"provider:{name}"]).submit(name, source)
+               for name in names]
+    wait(futures)
+    records = []
+    with connect(db_path) as con:
+        replace_gpu_catalog(con, GPUS_CSV)
+        for name, future in zip(names, futures, strict=True):
+            outcome = future.result(raise_on_failure=False)
+            if isinstance(outcome, Collected):
+                record = load(con, outcome, run_id=run_id, mode=source.mode, settings=settings)
+            else:
+                record = record_failure(con, name, outcome, run_id=run_id, mode=source.mode,
+                                        started=datetime.now(UTC))
+            logger.info("%s: %s, %d offers%s", name, record.status, record.offers_loaded,
+                        f" ({record.error})" if record.error else "")
+            records.append(record)
+        summary = run_summary_markdown(con, run_id)
+    create_markdown_artifact(key="nightly-refresh-summary", markdown=summary,
+                             description=f"gpuscout refresh {run_id}")
+    loaded = [r for r in records if r.status == "ok"]
+    result = {"run_id": run_id, "night": night, "archive": str(record_dir) if record_dir else None,
+              "status": "ok" if len(loaded) == len(records) else "partial" if loaded else "failed",
+              "providers": {r.provider: r.status for r in records},
+              "offers_loaded": sum(r.offers_loaded for r in records)}
+    if not loaded:
+        raise RefreshFailed(f"no provider loaded in run {run_id}: {result['providers']}")
+    return result
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    # Run the whole flow once, locally, on the bundled snapshots (the README's flow command).
+    offline = "--live" not in sys.argv
+    print(json.dumps(nightly_refresh(offline=offline), indent=1))
