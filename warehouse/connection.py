@@ -12,6 +12,12 @@ from pipeline.errors import DataError
 from warehouse.migrate import migrate
 
 
+def _is_uri(target: str) -> bool:
+    """A database URI (e.g. MotherDuck's `md:name`) is passed to DuckDB as it is."""
+    head = target.split(":", 1)[0]
+    return ":" in target and len(head) > 1 and "/" not in head
+
+
 @contextmanager
 def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Yield a connection; a writer is migrated first and checkpointed on close.
@@ -20,7 +26,7 @@ def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.Duc
     rather than DuckDB's generic IO error.
     """
     target = str(path)
-    if target != ":memory:":
+    if target != ":memory:" and not _is_uri(target):
         p = Path(target)
         if read_only and not p.exists():
             raise DataError(f"no warehouse at {p}: run `gpuscout refresh` first (or pass --db)")
