@@ -18,7 +18,7 @@ install: $(VENV)/.installed
 
 demo: install
 	$(BIN)/gpuscout refresh --offline --db $(DB)
-	$(BIN)/gpuscout offers --db $(DB) --limit 15
+	$(BIN)/gpuscout offers --db $(DB) --min-vram 24 --limit 15
 
 test: install
 	$(BIN)/python -m pytest

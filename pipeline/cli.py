@@ -125,6 +125,13 @@ def offers(
                  "price_usd_per_gpu_hour": "$/gpu-h", "price_usd_per_hour": "$/h",
                  "region": "region", "availability": "avail", "observed_at": "observed",
                  "stale": "stale"}
+        import pyarrow.compute as pc
+
+        # An unknown GPU shows the provider's label rather than an empty cell.
+        gpu = pc.if_else(pc.is_null(table["gpu_id"]),
+                         pc.binary_join_element_wise("? ", table["gpu_label"], ""),
+                         table["gpu_id"])
+        table = table.set_column(table.schema.get_field_index("gpu_id"), "gpu_id", gpu)
         table = table.select(list(shown)).rename_columns(list(shown.values()))
     render(table, format, title=f"{table.num_rows} current offers")
 
