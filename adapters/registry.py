@@ -12,7 +12,9 @@ SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
 
 # provider name (as in the warehouse, the alias table and the CLI) -> module in adapters/
 PROVIDERS: dict[str, str] = {
+    "jarvislabs": "jarvislabs",
     "lambda": "lambdalabs",
+    "ovhcloud": "ovhcloud",
     "runpod": "runpod",
     "vastai": "vastai",
 }

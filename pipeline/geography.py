@@ -23,7 +23,7 @@ _COUNTRY = {
 _PREFIX = [
     (r"^(us|usa)[-_ ]", "us"), (r"^(ca|canada)[-_ ]", "canada"),
     (r"^(eu|europe)[-_ ]", "europe"), (r"^(uk|fr|de|nl|se|no|fi|ch|it|pl|es)[-_ ]", "europe"),
-    (r"^(ap|asia)[-_ ]", "asia"), (r"^(jp|kr|in|sg)[-_ ]", "asia"),
+    (r"^(ap|asia|india)[-_ ]", "asia"), (r"^(jp|kr|in|sg)[-_ ]", "asia"),
     (r"^(sa|southamerica)[-_ ]", "latam"), (r"^(me)[-_ ]", "middle-east"),
     (r"^(af)[-_ ]", "africa"), (r"^(au|australia)[-_ ]", "oceania"),
 ]
