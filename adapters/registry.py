@@ -12,9 +12,13 @@ SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
 
 # provider name (as in the warehouse, the alias table and the CLI) -> module in adapters/
 PROVIDERS: dict[str, str] = {
+    "coreweave": "coreweave",
+    "datacrunch": "datacrunch",
+    "digitalocean": "digitalocean",
     "jarvislabs": "jarvislabs",
     "lambda": "lambdalabs",
     "ovhcloud": "ovhcloud",
+    "paperspace": "paperspace",
     "runpod": "runpod",
     "vastai": "vastai",
 }

@@ -20,16 +20,18 @@ class NormalizeResult:
 
 
 def _interconnect(p: ParsedOffer, spec: GpuSpec | None) -> tuple[Interconnect, float | None]:
+    # A provider's stated link type or bandwidth wins; the catalog fills only what is missing.
+    link = spec.node_interconnect if spec is not None else None
+    catalog_gbps = (spec.nvlink_gbps if spec is not None and link in (
+        Interconnect.NVSWITCH, Interconnect.NVLINK, Interconnect.INFINITY_FABRIC) else None)
     if p.interconnect is not None:
-        return p.interconnect, p.interconnect_gbps
+        same = p.interconnect == link
+        return p.interconnect, p.interconnect_gbps or (catalog_gbps if same else None)
     if p.gpu_count <= 1:
         return Interconnect.SINGLE, None
-    if spec is None:
-        return Interconnect.UNKNOWN, None
-    link = spec.node_interconnect
-    gbps = spec.nvlink_gbps if link in (Interconnect.NVSWITCH, Interconnect.NVLINK,
-                                        Interconnect.INFINITY_FABRIC) else None
-    return link, gbps
+    if link is None:
+        return Interconnect.UNKNOWN, p.interconnect_gbps
+    return link, p.interconnect_gbps or catalog_gbps
 
 
 def normalize_one(p: ParsedOffer, catalog: Catalog,

@@ -7,5 +7,7 @@ SELECT gpu_id, pricing_model,
        bool_or(stale)                                 AS any_stale
 FROM current_offers
 WHERE gpu_id IS NOT NULL
+  -- a GPU component price (CoreWeave) is not a whole offer: CPU and RAM come on top
+  AND coalesce(json_extract_string(provider_data, '$.price_scope'), 'offer') <> 'gpu_component'
 GROUP BY gpu_id, pricing_model
 ORDER BY gpu_id, pricing_model;

@@ -1,0 +1,208 @@
+"""adapters/digitalocean.py on the recorded 2025 GPU Droplets pricing page and a /v2/sizes body."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+
+from adapters import digitalocean
+from adapters.archive import Capture, ReplayTransport
+from adapters.errors import ParseError
+from adapters.http import HttpClient
+from adapters.registry import SNAPSHOTS_DIR
+from pipeline.catalog import Resolved, Unknown, load_catalog
+from pipeline.models import Availability, ParsedOffer, PriceKind, PricingModel
+
+SNAP = SNAPSHOTS_DIR / "digitalocean"
+FIX = FIXTURES / "digitalocean"
+PAGE = "digitalocean_20250707231929.html"
+SIZES = "gpuhunt_fixture_v2_sizes.json"
+URL = "https://www.digitalocean.com/pricing/gpu-droplets"
+H100_1X = "gpu-h100x1-80gb|on_demand"
+# Every GPU label in both files -> canonical GPU (None: knowingly unknown).
+LABELS = {"NVIDIA H100": None, "nvidia_h100": None,
+          "AMD Instinct™ MI300X": "mi300x-192gb", "amd_mi300x": "mi300x-192gb",
+          "NVIDIA RTX 4000 Ada Generation": "rtx-4000-ada-20gb",
+          "NVIDIA RTX 6000 Ada Generation": "rtx-6000-ada-48gb", "NVIDIA L40S": "l40s-48gb"}
+
+
+def _page(capture: Capture | None = None) -> dict[str, ParsedOffer]:
+    result = digitalocean.parse([capture or load_capture(SNAP, PAGE)])
+    return {o.offer_key: o for o in result.offers}
+
+
+def _mutated(old: str, new: str) -> Capture:
+    capture = load_capture(SNAP, PAGE)
+    assert old.encode() in capture.body
+    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+
+
+def _sizes_capture(body: bytes | None = None) -> Capture:
+    capture = load_capture(FIX, SIZES)
+    return capture if body is None else capture.model_copy(update={"body": body})
+
+
+class TestDigitalOceanInvariants(OfferInvariants):
+    NAME = "digitalocean"
+    EXPECTED_UNKNOWN = frozenset({"NVIDIA H100", "nvidia_h100"})
+
+    @pytest.fixture(params=["page", "sizes"])
+    def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
+        capture = load_capture(SNAP, PAGE) if request.param == "page" else _sizes_capture()
+        return digitalocean.parse([capture]).offers
+
+
+def test_page_on_demand_cards() -> None:
+    assert {k: (o.gpu_count, o.price_per_hour, o.provider_data["price_per_gpu_hour"])
+            for k, o in _page().items()} == {
+        "gpu-h100x8-640gb|on_demand": (8, 23.92, 2.99),
+        "gpu-mi300x8-1536gb|on_demand": (8, 15.92, 1.99),
+        "gpu-h100x1-80gb|on_demand": (1, 3.39, 3.39),
+        "gpu-mi300x1-192gb|on_demand": (1, 1.99, 1.99),
+        "gpu-rtx4000x1-20gb|on_demand": (1, 0.76, 0.76),
+        "gpu-rtx6000x1-48gb|on_demand": (1, 1.57, 1.57),
+        # The L40S card links to size=undefined: no slug, so the key is built from the card.
+        "NVIDIA L40S|1x|48GB|on_demand": (1, 1.57, 1.57),
+    }
+
+
+def test_promo_price_is_the_price_and_the_struck_one_is_kept_aside() -> None:
+    offer = _page()[H100_1X]
+    assert offer.model_dump() == {
+        "provider": "digitalocean", "offer_key": H100_1X, "instance_type": "gpu-h100x1-80gb",
+        "gpu_label": "NVIDIA H100", "gpu_count": 1, "vram_gb_per_gpu": 80.0,
+        "pricing_model": PricingModel.ON_DEMAND, "price_per_hour": 3.39, "currency": "USD",
+        "price_kind": PriceKind.LISTED, "region": None, "zone": None, "vcpus": 20.0,
+        "ram_gb": 257.7,  # 240 GiB
+        "disk_gb": 773.1,  # 720 GiB boot disk
+        "interconnect": None, "interconnect_gbps": None, "network": None, "network_gbps": None,
+        "billing_increment_s": None, "availability": "unknown", "available_count": None,
+        "source_url": URL, "observed_at": datetime(2025, 7, 7, 23, 19, 29, tzinfo=UTC),
+        "provider_data": {"droplet": "NVIDIA H100", "size_slug": "gpu-h100x1-80gb",
+                          "price_per_gpu_hour": 3.39, "scratch_disk_gb": 5497.6,  # 5 TiB
+                          "transfer": "15,000 GiB", "promo": True,
+                          "list_price_per_gpu_hour": 6.74, "promo_footnote": "*"},
+    }
+    assert not any(o.price_per_hour == 6.74 for o in _page().values())
+
+
+def test_eight_gpu_droplet_details() -> None:
+    offer = _page()["gpu-mi300x8-1536gb|on_demand"]
+    assert (offer.gpu_label, offer.vram_gb_per_gpu, offer.vcpus, offer.ram_gb, offer.disk_gb) \
+        == ("AMD Instinct™ MI300X", 192.0, 160.0, 2061.6, 2061.6)  # 1,920 GiB; 1.875 TiB
+    assert offer.provider_data["droplet"] == "AMD Instinct™ MI300Xx8"
+    assert "promo" not in offer.provider_data
+    assert "scratch_disk_gb" not in _page()["gpu-rtx6000x1-48gb|on_demand"].provider_data
+
+
+def test_reserved_floor_prices_are_rejected() -> None:
+    result = digitalocean.parse([load_capture(SNAP, PAGE)])
+    assert [r.reason for r in result.rejects] == [
+        "NVIDIA H100x8: reserved price for a 12-month contract is a floor ('as low as') "
+        "quoted by sales, not a price",
+        "AMD Instinct™ MI300Xx8: reserved price for a 12-month contract is a floor "
+        "('as low as') quoted by sales, not a price",
+    ]
+    assert all(o.pricing_model is PricingModel.ON_DEMAND for o in result.offers)
+
+
+def test_per_droplet_price_is_never_read_as_per_gpu() -> None:
+    capture = _mutated('">/GPU/hour*</span>', '">/hour*</span>')
+    result = digitalocean.parse([capture])
+    assert H100_1X not in {o.offer_key for o in result.offers}
+    assert "NVIDIA H100: unrecognised price '$3.39/hour*'" in [r.reason for r in result.rejects]
+
+
+def test_two_prices_without_a_strike_through_are_rejected() -> None:
+    capture = _mutated("gpu-droplets__StyledStrikeThrough-sc-ea4a25d2-0 dvynub", "plain")
+    result = digitalocean.parse([capture])
+    assert H100_1X not in {o.offer_key for o in result.offers}
+    assert "NVIDIA H100: two prices and neither is struck through" \
+        in [r.reason for r in result.rejects]
+
+
+def test_renamed_price_container_is_a_parse_error() -> None:
+    capture = load_capture(SNAP, PAGE)
+    body = capture.body.replace(b"StyledPriceContainer", b"StyledCost")
+    with pytest.raises(ParseError) as err:
+        digitalocean.parse([capture.model_copy(update={"body": body})])
+    assert err.value.field == digitalocean.PRICE_BOX
+    assert err.value.url == URL
+
+
+def test_page_without_cards_is_a_parse_error() -> None:
+    capture = Capture(provider="digitalocean", url=URL, body=b"<html><p>Sold out</p></html>",
+                      fetched_at=datetime(2025, 7, 7, tzinfo=UTC))
+    with pytest.raises(ParseError) as err:
+        digitalocean.parse([capture])
+    assert err.value.field == digitalocean.CARD
+
+
+def test_api_sizes_one_offer_per_gpu_size_and_region() -> None:
+    result = digitalocean.parse([_sizes_capture()])
+    assert result.rejects == []
+    offers = {o.offer_key: o for o in result.offers}
+    assert set(offers) == {"gpu-h100x8-640gb|nyc1|on_demand", "gpu-mi300x8-1536gb|nyc1|on_demand"}
+    h100 = offers["gpu-h100x8-640gb|nyc1|on_demand"]
+    assert (h100.gpu_label, h100.gpu_count, h100.vram_gb_per_gpu, h100.price_per_hour,
+            h100.region, h100.availability, h100.vcpus, h100.ram_gb, h100.disk_gb) == (
+        "nvidia_h100", 8, 80.0, 23.92, "nyc1", Availability.IN_STOCK, 160.0, 2061.6, 2046.0)
+    assert h100.provider_data == {
+        "description": "H100 GPU - 8X", "size_slug": "gpu-h100x8-640gb",
+        "price_monthly": 17796.48, "transfer_tb": 60.0, "networking_throughput_mbps": 10000,
+        "scratch_disk_gb": 43980.5}
+    mi300 = offers["gpu-mi300x8-1536gb|nyc1|on_demand"]
+    assert (mi300.gpu_label, mi300.vram_gb_per_gpu, mi300.price_per_hour) \
+        == ("amd_mi300x", 192.0, 15.92)
+    assert h100.source_url == "https://api.digitalocean.com/v2/sizes"
+
+
+def test_api_and_page_agree_on_the_8x_prices() -> None:
+    sizes = digitalocean.parse([_sizes_capture()]).offers
+    api = {o.instance_type: o.price_per_hour for o in sizes}
+    page = {o.instance_type: o.price_per_hour for o in _page().values()}
+    assert api == {k: page[k] for k in api} == {"gpu-h100x8-640gb": 23.92,
+                                                "gpu-mi300x8-1536gb": 15.92}
+
+
+def test_api_renamed_price_field_is_a_parse_error() -> None:
+    body = load_capture(FIX, SIZES).body.replace(b'"price_hourly"', b'"hourly_price"')
+    with pytest.raises(ParseError) as err:
+        digitalocean.parse([_sizes_capture(body)])
+    assert err.value.field == "price_hourly"
+
+
+def test_api_wrong_shape_is_a_parse_error() -> None:
+    with pytest.raises(ParseError) as err:
+        digitalocean.parse([_sizes_capture(b"<html>rate limited</html>")])
+    assert "not JSON" in str(err.value)
+    with pytest.raises(ParseError) as err:
+        digitalocean.parse([_sizes_capture(json.dumps([{"slug": "x"}]).encode())])
+    assert err.value.field == "sizes"
+
+
+def test_every_label_resolves_or_is_knowingly_unknown() -> None:
+    catalog = load_catalog()
+    offers = [*_page().values(), *digitalocean.parse([_sizes_capture()]).offers]
+    assert {o.gpu_label for o in offers} == set(LABELS)
+    for offer in offers:
+        res = catalog.resolve("digitalocean", offer.gpu_label, offer.vram_gb_per_gpu)
+        expected = LABELS[offer.gpu_label]
+        if expected is None:
+            # DigitalOcean never says SXM or PCIe, and both H100s have 80 GB.
+            assert isinstance(res, Unknown) and "unmapped" in res.reason, offer.offer_key
+        else:
+            assert isinstance(res, Resolved) and res.gpu_id == expected, offer.offer_key
+
+
+def test_offline_fetch_serves_the_bundled_page() -> None:
+    with HttpClient("digitalocean", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
+        captures = digitalocean.fetch(client, {})
+    assert len(captures) == 1
+    assert captures[0].body == (SNAP / PAGE).read_bytes()
+    assert captures[0].url == URL
+    assert captures[0].fetched_at == datetime(2025, 7, 7, 23, 19, 29, tzinfo=UTC)
+    assert len(digitalocean.parse(captures).offers) == 7
