@@ -13,14 +13,22 @@ SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
 # provider name (as in the warehouse, the alias table and the CLI) -> module in adapters/
 PROVIDERS: dict[str, str] = {
     "coreweave": "coreweave",
+    "crusoe": "crusoe",
+    "cudo": "cudo",
     "datacrunch": "datacrunch",
     "digitalocean": "digitalocean",
+    "fluidstack": "fluidstack",
+    "hyperstack": "hyperstack",
     "jarvislabs": "jarvislabs",
     "lambda": "lambdalabs",
+    "nebius": "nebius",
     "ovhcloud": "ovhcloud",
     "paperspace": "paperspace",
     "runpod": "runpod",
+    "scaleway": "scaleway",
     "vastai": "vastai",
+    "voltagepark": "voltagepark",
+    "vultr": "vultr",
 }
 
 

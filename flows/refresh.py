@@ -31,6 +31,7 @@ from pipeline.refresh import (
     load,
     new_run_id,
     record_failure,
+    resolve_fx,
     resolve_providers,
 )
 from pipeline.run_summary import run_summary_markdown
@@ -60,13 +61,17 @@ def _retry_only_transient(task: Any, task_run: Any, state: Any) -> bool:
 @task(name="collect", task_run_name="collect {provider}", retries=len(RETRY_DELAYS_S),
       retry_delay_seconds=RETRY_DELAYS_S, retry_condition_fn=_retry_only_transient,
       timeout_seconds=PROVIDER_TIMEOUT_S, cache_policy=NO_CACHE, persist_result=False)
-def collect_provider(provider: str, source: Source) -> Collected:
+def collect_provider(provider: str, source: Source, fx: dict[str, float]) -> Collected:
     """Fetch, archive, parse, normalize and gate one provider (the CLI calls `collect` too)."""
-    transport = ReplayTransport(source.replay_dir) if source.mode == "replay" else None
-    assert source.mode == "live" or source.replay_dir is not None
-    recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
+    transport, recorder = _io(source)
     return collect(provider, source=source, transport=transport, recorder=recorder,
-                   settings=Settings(), catalog=load_catalog())
+                   settings=Settings(), catalog=load_catalog(), fx=fx)
+
+
+def _io(source: Source) -> tuple[ReplayTransport | None, ArchiveWriter | None]:
+    transport = ReplayTransport(source.replay_dir) if source.replay_dir else None
+    recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
+    return transport, recorder
 
 
 def night_archive(archive_root: str | None, night: str) -> Path | None:
@@ -97,12 +102,17 @@ def nightly_refresh(providers: list[str] | None = None, db: str | None = None,
     db_path = db or str(settings.db)
     run_id = new_run_id(datetime.now(UTC))
 
-    futures = [collect_provider.with_options(tags=[f"provider:{name}"]).submit(name, source)
-               for name in names]
+    with connect(db_path) as con:
+        replace_gpu_catalog(con, GPUS_CSV)
+        transport, recorder = _io(source)
+        fx = resolve_fx(con, transport=transport, recorder=recorder)
+    if fx.error:
+        logger.warning("USD rates: %s (%s)", fx.origin, fx.error)
+    futures = [collect_provider.with_options(tags=[f"provider:{name}"]).submit(
+        name, source, fx.usd_per_unit) for name in names]
     wait(futures)
     records = []
     with connect(db_path) as con:
-        replace_gpu_catalog(con, GPUS_CSV)
         for name, future in zip(names, futures, strict=True):
             outcome = future.result(raise_on_failure=False)
             if isinstance(outcome, Collected):

@@ -11,7 +11,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +26,7 @@ from adapters.http import HttpClient
 from adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
 from pipeline.catalog import GPUS_CSV, Catalog, load_catalog
 from pipeline.errors import GpuscoutError, UserInputError
+from pipeline.fx import FX_SOURCE, fetch_rates, parse_rates
 from pipeline.models import Offer, Reject
 from pipeline.normalize import USD_ONLY, normalize
 from pipeline.quality import gate_rows, refresh_refusal
@@ -35,8 +36,10 @@ from warehouse.connection import connect
 from warehouse.load import (
     RunRecord,
     last_good_count,
+    latest_fx_rates,
     merge_offers,
     replace_gpu_catalog,
+    store_fx_rates,
     transaction,
     write_quarantine,
     write_run,
@@ -58,12 +61,22 @@ class Source:
         return cls("replay", SNAPSHOTS_DIR, record_dir)
 
 
+class FxOutcome(BaseModel):
+    """The USD rates a run converted with, and where they came from."""
+
+    as_of: date | None
+    usd_per_unit: dict[str, float]
+    origin: Literal["fetched", "stored", "usd-only", "given"]
+    error: str | None = None
+
+
 class RunReport(BaseModel):
     run_id: str
     mode: str
     started_at: datetime
     finished_at: datetime
     providers: list[RunRecord]
+    fx: FxOutcome | None = None
 
     @property
     def status(self) -> str:
@@ -91,12 +104,33 @@ def resolve_providers(names: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def resolve_fx(con: duckdb.DuckDBPyConnection, *, transport: httpx.BaseTransport | None,
+               recorder: ArchiveWriter | None) -> FxOutcome:
+    """Tonight's ECB rates, stored; if they cannot be read, the newest stored ones.
+
+    Without any rates only USD offers convert, and the others are quarantined with the reason.
+    """
+    try:
+        with HttpClient(FX_SOURCE, transport=transport, recorder=recorder) as client:
+            table = parse_rates(fetch_rates(client))
+    except Exception as exc:
+        as_of, stored = latest_fx_rates(con)
+        return FxOutcome(as_of=as_of, usd_per_unit={**stored, **USD_ONLY},
+                         origin="stored" if stored else "usd-only",
+                         error=describe_error(FX_SOURCE, exc))
+    with transaction(con):
+        store_fx_rates(con, as_of=table.as_of, usd_per_unit=table.usd_per_unit,
+                       source_url=table.source_url, loaded_at=now_utc())
+    return FxOutcome(as_of=table.as_of, usd_per_unit=table.usd_per_unit, origin="fetched")
+
+
 def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
             settings: Settings | None = None, catalog: Catalog | None = None,
-            fx: Mapping[str, float] = USD_ONLY, progress: ProgressHook | None = None,
+            fx: Mapping[str, float] | None = None, progress: ProgressHook | None = None,
             transport: httpx.BaseTransport | None = None) -> RunReport:
     """Refresh the given providers (all registered ones when None) into the warehouse at `db`.
 
+    `fx` fixes the USD rates (else they are fetched like a provider, see `resolve_fx`);
     `transport` overrides the HTTP transport (tests inject faults this way).
     """
     settings = settings or Settings()
@@ -111,17 +145,21 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
     records = []
     with connect(db) as con:
         replace_gpu_catalog(con, GPUS_CSV)
+        fx_outcome = (FxOutcome(as_of=None, usd_per_unit=dict(fx), origin="given")
+                      if fx is not None else
+                      resolve_fx(con, transport=transport, recorder=recorder))
         for name in names:
             if progress:
                 progress(name, None)
             record = refresh_provider(con, name, run_id=run_id, source=source,
                                       transport=transport, recorder=recorder,
-                                      settings=settings, catalog=catalog, fx=fx)
+                                      settings=settings, catalog=catalog,
+                                      fx=fx_outcome.usd_per_unit)
             records.append(record)
             if progress:
                 progress(name, record)
     return RunReport(run_id=run_id, mode=source.mode, started_at=started,
-                     finished_at=now_utc(), providers=records)
+                     finished_at=now_utc(), providers=records, fx=fx_outcome)
 
 
 @dataclass

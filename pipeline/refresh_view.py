@@ -50,6 +50,10 @@ def report_table(report: RunReport) -> None:
                       str(len(r.unknown_labels)), r.error or "-")
     out = make_console()
     out.print(table)
+    if report.fx is not None and report.fx.origin != "given":
+        fx = report.fx
+        line = f"USD rates: {fx.origin}, ECB reference date {fx.as_of or '-'}"
+        out.print(line + (f" ({fx.error})" if fx.error else ""))
     if any(r.unknown_labels for r in report.providers):
         listed = "; ".join(f"{r.provider}: {', '.join(r.unknown_labels)}"
                            for r in report.providers if r.unknown_labels)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
@@ -148,6 +148,29 @@ def write_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
         con.execute(statement("insert_run"))
     finally:
         con.unregister("incoming_run")
+
+
+def store_fx_rates(con: duckdb.DuckDBPyConnection, *, as_of: date, usd_per_unit: dict[str, float],
+                   source_url: str, loaded_at: datetime) -> None:
+    currencies = sorted(usd_per_unit)
+    table = pa.Table.from_pydict({
+        "as_of": [as_of] * len(currencies), "currency": currencies,
+        "usd_per_unit": [usd_per_unit[c] for c in currencies],
+        "source_url": [source_url] * len(currencies), "loaded_at": [loaded_at] * len(currencies),
+    })
+    con.register("incoming_fx", table)
+    try:
+        con.execute(statement("upsert_fx_rates"))
+    finally:
+        con.unregister("incoming_fx")
+
+
+def latest_fx_rates(con: duckdb.DuckDBPyConnection) -> tuple[date | None, dict[str, float]]:
+    """The newest stored rates: the fallback when tonight's rates cannot be read."""
+    rows = con.execute(statement("latest_fx_rates")).fetchall()
+    if not rows:
+        return None, {}
+    return rows[0][0], {currency: rate for _, currency, rate in rows}
 
 
 def replace_gpu_catalog(con: duckdb.DuckDBPyConnection, gpus_csv: Path) -> None:

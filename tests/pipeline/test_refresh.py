@@ -11,11 +11,12 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from adapters.archive import Capture
+from adapters.archive import Capture, ReplayTransport
 from adapters.errors import ParseError
 from adapters.http import HttpClient
 from pipeline import refresh as refresh_mod
 from pipeline.models import ParsedOffer, ParseResult, PricingModel, Reject
+from pipeline.normalize import USD_ONLY
 from pipeline.refresh import Source, refresh
 from warehouse.connection import connect
 
@@ -84,7 +85,7 @@ def _offers(n: int, price: float = 2.0) -> list[dict]:
 
 
 def _run(server: Server, db: Path):
-    return refresh(["fakecloud"], db=db, source=Source("live"),
+    return refresh(["fakecloud"], db=db, source=Source("live"), fx=USD_ONLY,
                    transport=httpx.MockTransport(server))
 
 
@@ -179,3 +180,23 @@ def test_unknown_provider_is_a_user_error(server: Server, tmp_path: Path) -> Non
 
     with pytest.raises(UserInputError, match="unknown provider nope"):
         refresh(["nope"], db=tmp_path / "w.duckdb", source=Source("live"))
+
+
+def test_fx_rates_are_fetched_stored_and_fall_back(tmp_path: Path) -> None:
+    """Offline, the bundled ECB file converts EUR; when it fails, the stored rates are used."""
+    from adapters.registry import SNAPSHOTS_DIR
+    from pipeline.refresh import resolve_fx
+    from warehouse.connection import connect
+
+    db = tmp_path / "w.duckdb"
+    with connect(db) as con:
+        got = resolve_fx(con, transport=ReplayTransport(SNAPSHOTS_DIR), recorder=None)
+        assert got.origin == "fetched" and got.usd_per_unit["EUR"] == 1.1252
+        broken = httpx.MockTransport(lambda r: httpx.Response(200, content=b"<html/>"))
+        fallback = resolve_fx(con, transport=broken, recorder=None)
+        assert fallback.origin == "stored" and fallback.as_of == got.as_of
+        assert fallback.usd_per_unit["EUR"] == 1.1252
+        assert fallback.error and fallback.error.startswith("_fx: ")
+    with connect(tmp_path / "empty.duckdb") as con:
+        none = resolve_fx(con, transport=broken, recorder=None)
+        assert none.origin == "usd-only" and none.usd_per_unit == {"USD": 1.0}

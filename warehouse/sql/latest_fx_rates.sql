@@ -1,0 +1,1 @@
+SELECT as_of, currency, usd_per_unit FROM fx;
