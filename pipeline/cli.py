@@ -16,6 +16,7 @@ import typer
 
 from pipeline.errors import GpuscoutError, UserInputError
 from pipeline.output import Format
+from sizing.cli import estimate_command
 
 app = typer.Typer(
     name="gpuscout",
@@ -27,6 +28,7 @@ app = typer.Typer(
 gpus_app = typer.Typer(help="The GPU catalog and provider label resolution.",
                        invoke_without_command=True)
 app.add_typer(gpus_app, name="gpus")
+app.command("estimate")(estimate_command)
 
 DbOption = Annotated[Path | None, typer.Option(
     "--db", help="warehouse file [default: $GPUSCOUT_DB, else a per-user data dir]")]

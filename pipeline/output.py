@@ -8,11 +8,11 @@ import json
 import sys
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:  # imported where used: `gpuscout --help` should not pay for them
+    import pyarrow as pa
+    from rich.console import Console
 
 
 class Format(StrEnum):
@@ -23,6 +23,8 @@ class Format(StrEnum):
 
 def console(*, stderr: bool = False) -> Console:
     """A console that stays readable when piped: wide instead of rich's 80-column default."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, width=None if stream.isatty() else 160)
 
@@ -58,6 +60,8 @@ def render(table: pa.Table, fmt: Format, *, title: str | None = None) -> None:
         writer.writerows([[_plain(r[c]) for c in table.column_names] for r in rows])
         sys.stdout.write(buf.getvalue())
     else:
+        from rich.table import Table
+
         out = Table(title=title, show_lines=False, header_style="bold")
         for c in table.column_names:
             out.add_column(c, overflow="fold")

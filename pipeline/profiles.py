@@ -1,0 +1,213 @@
+"""Provider profiles: billing, storage, egress, spot and networking facts, one sourced row each.
+
+The facts live in `pipeline/data/provider_profiles.csv` (long form: provider, fact, value, unit,
+source_url, verified_at, notes). A fact without a row is unknown and stays None: the engine must
+not assume per-second billing or free egress because nobody wrote the number down.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Callable, Iterable
+from datetime import date
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.errors import DataError
+
+PROFILES_CSV = Path(__file__).parent / "data" / "provider_profiles.csv"
+COLUMNS = ["provider", "fact", "value", "unit", "source_url", "verified_at", "notes"]
+
+# Provider ids as the warehouse spells them. Listed here rather than taken from the adapter
+# registry because profiles exist for providers whose adapter is not written yet.
+PROVIDERS: tuple[str, ...] = (
+    "aws", "azure", "gcp", "oci", "lambda", "runpod", "vastai", "jarvislabs", "ovhcloud",
+    "crusoe", "hyperstack", "nebius", "fluidstack", "voltagepark", "coreweave", "paperspace",
+    "digitalocean", "datacrunch", "scaleway", "vultr", "cudo", "tensordock",
+)
+
+SpotPricing = Literal["market", "fixed_discount", "bid"]
+Fabric = Literal["InfiniBand", "RoCE", "EFA", "Ethernet"]
+
+
+def _int(v: str) -> int:
+    if not re.fullmatch(r"\d+", v):
+        raise ValueError(f"expected a non-negative integer, got {v!r}")
+    return int(v)
+
+
+def _positive_int(v: str) -> int:
+    n = _int(v)
+    if n == 0:
+        raise ValueError("a billing increment of 0 s means nothing; use 1 for per-second")
+    return n
+
+
+def _float(v: str) -> float:
+    x = float(v)  # ValueError on junk; nan/inf are not prices
+    if not x >= 0 or x == float("inf"):
+        raise ValueError(f"expected a non-negative number, got {v!r}")
+    return x
+
+
+def _yes_no(v: str) -> bool:
+    if v not in ("yes", "no"):
+        raise ValueError(f"expected yes or no, got {v!r}")
+    return v == "yes"
+
+
+def _choice(allowed: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(v: str) -> str:
+        if v not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {v!r}")
+        return v
+    return parse
+
+
+# fact -> (unit the row must carry, parser, Arrow type). The unit is checked so that a price per
+# GiB-hour or a notice in minutes cannot slip in under a name that promises something else.
+FACTS: dict[str, tuple[str, Callable[[str], Any], pa.DataType]] = {
+    "billing_increment_s": ("s", _positive_int, pa.int64()),
+    "min_charge_s": ("s", _int, pa.int64()),
+    "persistent_storage": ("", _yes_no, pa.bool_()),
+    "storage_usd_per_gb_month": ("USD/GB-month", _float, pa.float64()),
+    "storage_survives_stop": ("", _yes_no, pa.bool_()),
+    "egress_usd_per_gb": ("USD/GB", _float, pa.float64()),
+    "egress_free_gb_month": ("GB/month", _float, pa.float64()),
+    "spot_available": ("", _yes_no, pa.bool_()),
+    "spot_notice_s": ("s", _int, pa.int64()),
+    "spot_pricing": ("", _choice(get_args(SpotPricing)), pa.string()),
+    "ssh": ("", _yes_no, pa.bool_()),
+    "docker_images": ("", _yes_no, pa.bool_()),
+    "jupyter": ("", _yes_no, pa.bool_()),
+    "multinode_fabric": ("", _choice(get_args(Fabric)), pa.string()),
+    "multinode_gbps": ("Gb/s", _float, pa.float64()),
+}
+
+
+class ProviderProfile(BaseModel):
+    """What one provider documents. None means nobody found a source for it: unknown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    billing_increment_s: int | None = None
+    min_charge_s: int | None = None
+    persistent_storage: bool | None = None
+    storage_usd_per_gb_month: float | None = None
+    storage_survives_stop: bool | None = None
+    egress_usd_per_gb: float | None = None
+    egress_free_gb_month: float | None = None
+    spot_available: bool | None = None
+    spot_notice_s: int | None = None
+    spot_pricing: SpotPricing | None = None
+    ssh: bool | None = None
+    docker_images: bool | None = None
+    jupyter: bool | None = None
+    multinode_fabric: Fabric | None = None
+    multinode_gbps: float | None = None
+    sources: dict[str, str] = Field(default_factory=dict)  # fact -> URL
+    verified: dict[str, date] = Field(default_factory=dict)  # fact -> date the source was read
+    notes: dict[str, str] = Field(default_factory=dict)  # fact -> caveat (region, example...)
+
+    @property
+    def last_verified(self) -> date | None:
+        return max(self.verified.values(), default=None)
+
+    def billed_seconds(self, run_s: float) -> int | None:
+        """`run_s` rounded up to the billing increment, at least the minimum charge.
+
+        None when the increment is unknown: guessing per-second billing would flatter the
+        provider. An unknown minimum charge counts as none.
+        """
+        inc = self.billing_increment_s
+        if inc is None:
+            return None
+        return max(math.ceil(max(run_s, 0.0) / inc) * inc, self.min_charge_s or 0)
+
+
+def _fail(path: Path, line: int, msg: str) -> DataError:
+    return DataError(f"{path.name}:{line}: {msg}")
+
+
+def parse_profiles(rows: Iterable[dict[str, str]], *, path: Path = PROFILES_CSV,
+                   ) -> dict[str, ProviderProfile]:
+    """Validate rows (as csv.DictReader yields them) into one profile per listed provider.
+
+    Every listed provider gets a profile, an empty one when no fact is known. Raises DataError
+    naming the file and line for an unknown provider or fact, a value that does not parse, a
+    wrong unit, a missing or non-http source, a bad date or a (provider, fact) given twice.
+    """
+    facts: dict[str, dict[str, Any]] = {p: {} for p in PROVIDERS}
+    meta: dict[str, dict[str, dict[str, Any]]] = {
+        p: {"sources": {}, "verified": {}, "notes": {}} for p in PROVIDERS}
+    for line, row in enumerate(rows, start=2):  # line 1 is the header
+        if None in row or any(v is None for v in row.values()):
+            raise _fail(path, line, "wrong number of columns")
+        r = {k: v.strip() for k, v in row.items()}
+        provider, fact = r["provider"], r["fact"]
+        if provider not in facts:
+            raise _fail(path, line, f"unknown provider {provider!r}")
+        if fact not in FACTS:
+            raise _fail(path, line, f"unknown fact {fact!r} (known: {', '.join(FACTS)})")
+        if fact in facts[provider]:
+            raise _fail(path, line, f"{provider}/{fact} is given twice")
+        unit, parse, _ = FACTS[fact]
+        if r["unit"] != unit:
+            raise _fail(path, line, f"{fact} must have unit {unit!r}, not {r['unit']!r}")
+        try:
+            facts[provider][fact] = parse(r["value"])
+        except ValueError as err:
+            raise _fail(path, line, f"{provider}/{fact}: {err}") from None
+        if not re.match(r"https?://\S+$", r["source_url"]):
+            raise _fail(path, line, f"{provider}/{fact}: source_url must be an http(s) URL")
+        try:
+            verified = date.fromisoformat(r["verified_at"])
+        except ValueError:
+            raise _fail(path, line, f"{provider}/{fact}: verified_at {r['verified_at']!r} "
+                                    "is not an ISO date") from None
+        meta[provider]["sources"][fact] = r["source_url"]
+        meta[provider]["verified"][fact] = verified
+        if r["notes"]:
+            meta[provider]["notes"][fact] = r["notes"]
+    return {p: ProviderProfile(provider=p, **facts[p], **meta[p]) for p in PROVIDERS}
+
+
+def read_profiles(path: Path) -> dict[str, ProviderProfile]:
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != COLUMNS:
+            raise DataError(f"{path.name}: header must be {','.join(COLUMNS)}, "
+                            f"not {','.join(reader.fieldnames or [])}")
+        return parse_profiles(reader, path=path)
+
+
+@cache
+def load_profiles() -> dict[str, ProviderProfile]:
+    """The shipped profiles, parsed once per process."""
+    return read_profiles(PROFILES_CSV)
+
+
+def profiles_table(profiles: dict[str, ProviderProfile] | None = None) -> pa.Table:
+    """One row per provider, one typed column per fact (null = unknown), plus `last_verified`.
+
+    The warehouse loads this as the `providers` view; sources stay in the CSV, where each fact
+    keeps its own URL.
+    """
+    profiles = load_profiles() if profiles is None else profiles
+    ordered = [profiles[p] for p in sorted(profiles)]
+    fields = [pa.field("provider", pa.string(), nullable=False)]
+    fields += [pa.field(name, typ) for name, (_, _, typ) in FACTS.items()]
+    fields.append(pa.field("last_verified", pa.date32()))
+    columns: list[list[Any]] = [[p.provider for p in ordered]]
+    columns += [[getattr(p, name) for p in ordered] for name in FACTS]
+    columns.append([p.last_verified for p in ordered])
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, fields,
+                                                                            strict=True)],
+                                schema=pa.schema(fields))

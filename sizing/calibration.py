@@ -1,0 +1,275 @@
+"""Turn the published measurements in `sizing/data/measurements.csv` into estimator inputs.
+
+Every rule here reads a column of the measurement row and maps it the same way for all rows;
+nothing is tuned per row or per source. Settings a row does not state come from the defaults of
+the tool that produced it, named in its notes (ms-swift: batch 1, max_length 2048; the PEFT
+README scripts: inputs padded to the batch's longest tweet, ~64 tokens, targets of a few
+tokens). What the estimator predicts depends on what the row measured:
+
+- `allocated` (torch.cuda.max_memory_allocated): tensors only;
+- `reserved` (torch.cuda.max_memory_reserved): tensors + allocator fragmentation;
+- anything read off nvidia-smi or unspecified: the whole device, i.e. reserved + CUDA context.
+
+Methods the estimator does not model are mapped to the closest one it does and flagged, so the
+report can show them separately (LoRA variants → LoRA, GaLore/LISA → full, LLaMA-Pro → adapter).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import statistics
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.catalog import GpuSpec, load_catalog
+from sizing.architectures import Architecture, lookup
+from sizing.estimate import estimate
+from sizing.types import Estimate, JobSpec
+
+MEASUREMENTS_CSV = Path(__file__).parent / "data" / "measurements.csv"
+
+Metric = Literal["allocated", "reserved", "device", "none"]
+
+# The measurement file names GPUs loosely; these are the catalog rows they mean. "N GB-class"
+# rows only need a GPU of that memory (it caps the allocator reserve).
+GPU_MAP: dict[str, str] = {
+    "L40S-48GB": "l40s-48gb",
+    "A100-80GB": "a100-sxm-80gb",
+    "A100-40GB": "a100-sxm-40gb",
+    "H100-80GB": "h100-sxm-80gb",
+    "V100-SXM2-16GB": "v100-sxm2-16gb",
+    "40GB-class": "a100-sxm-40gb",
+    "24GB-class": "rtx-4090-24gb",
+    "unknown (>=40GB)": "a100-sxm-80gb",
+    "A100 (RunPod; 80GB implied)": "a100-sxm-80gb",
+    "A100 (size not stated)": "a100-sxm-80gb",
+}
+
+# method in the file -> (method we model, exact?)
+METHOD_MAP: dict[str, tuple[str, bool]] = {
+    "full": ("full", True), "lora": ("lora", True), "qlora": ("qlora", True),
+    "dora": ("dora", True), "ia3": ("ia3", True), "prefix": ("prefix", True),
+    "prompt_tuning": ("prompt", True), "lora_gptq": ("lora", True),
+    "adapter": ("adapter", True),
+    # LoRA variants: same frozen base and activations, different (tiny) trainable sets
+    "lora-fa": ("lora", False), "vera": ("lora", False), "loha": ("lora", False),
+    "boft": ("lora", False), "adalora": ("lora", False),
+    # learned prompts on every layer's attention
+    "llama_adapter": ("prefix", False),
+    # new trainable blocks on a frozen base
+    "llamapro": ("adapter", False),
+    # full-parameter methods that keep less optimizer state than AdamW on every weight
+    "full+galore": ("full", False), "full+lisa": ("full", False),
+}
+
+# ms-swift's documented defaults for rows that do not restate them (row notes).
+SWIFT_DEFAULT_BATCH, SWIFT_DEFAULT_SEQ = 1, 2048
+# PEFT README seq2seq scripts: tweets padded to the longest in the batch (~64 tokens, as the
+# causal-LM script of the same table sets max_length 64); targets are class names padded to
+# target_max_length, a handful of tokens.
+PEFT_README_SEQ, PEFT_README_TARGET = 64, 4
+
+
+class CalibrationRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    model: str
+    method: str  # as written in the file
+    modeled_method: str
+    exact_method: bool
+    settings: str
+    gpu_id: str
+    metric: Metric
+    measured_gb: float | None
+    predicted_gb: float | None
+    measured_tokens_per_s: float | None
+    predicted_tokens_per_s: float | None
+    naive_gb: float | None
+    accelerate_gb: float | None
+
+    @staticmethod
+    def _err(pred: float | None, meas: float | None) -> float | None:
+        if pred is None or meas is None or meas == 0:
+            return None
+        return 100.0 * (pred - meas) / meas
+
+    @property
+    def error_pct(self) -> float | None:
+        return self._err(self.predicted_gb, self.measured_gb)
+
+    @property
+    def naive_error_pct(self) -> float | None:
+        return self._err(self.naive_gb, self.measured_gb)
+
+    @property
+    def accelerate_error_pct(self) -> float | None:
+        return self._err(self.accelerate_gb, self.measured_gb)
+
+    @property
+    def throughput_error_pct(self) -> float | None:
+        return self._err(self.predicted_tokens_per_s, self.measured_tokens_per_s)
+
+
+class Summary(BaseModel):
+    rows: int
+    median_abs_error_pct: float
+    within_20_pct: float  # share of rows, 0..1
+
+
+def _int(text: str, default: int) -> int:
+    m = re.match(r"\s*(\d+)", text)
+    return int(m.group(1)) if m else default
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def metric_of(text: str) -> Metric:
+    t = text.strip().lower()
+    if t.startswith("allocated"):
+        return "allocated"
+    if t.startswith("reserved"):
+        return "reserved"
+    if t.startswith("not reported"):
+        return "none"
+    return "device"  # nvidia-smi, screenshots, "memory consumed": the whole device
+
+
+def _targets(text: str) -> str:
+    t = text.lower()
+    if not t or "default" in t and "unsloth" not in t or t.startswith(("q,v", "query_key")):
+        return "qv"
+    if t in ("q_proj,v_proj",):
+        return "qv"
+    return "all-linear"  # all / ALL / all-linear / MLP-only / several named modules
+
+
+def _gpu(text: str) -> str:
+    for key, gpu_id in GPU_MAP.items():
+        if text.startswith(key):
+            return gpu_id
+    raise KeyError(f"no catalog GPU for measurement GPU {text!r}")
+
+
+def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
+    """The estimator's inputs for one measurement row (see the module docstring)."""
+    method, _ = METHOD_MAP[r["method"].split(" ")[0].split("(")[0].strip()]
+    base = r["base_dtype"].lower()
+    quant, upcast, double_quant = "none", True, True
+    if "nf4" in base or "int4" in base:
+        quant = "nf4"
+        if "gptq" in base:  # GPTQ: 4 bits + group scales; PEFT skips the fp32 upcast
+            upcast, double_quant = False, False
+    elif "int8" in base:
+        quant, upcast = "int8", "gptq" not in base
+    if quant != "none" and method == "lora":
+        method = "qlora"
+    amp = "amp" in base or "fp32 master" in r["optimizer"].lower()
+    dtype = "fp32" if base.startswith("fp32") and not amp else (
+        "fp16" if "fp16" in base else "bf16")
+    sharding_text = r["sharding"].lower()
+    sharding, offload = "none", "none"
+    if sharding_text.startswith("zero3"):
+        sharding = "zero3"
+    elif sharding_text.startswith("fsdp"):
+        sharding = "fsdp"
+    elif sharding_text.startswith(("model_parallel", "tp")):
+        sharding = "zero3"  # layers split over GPUs: weights divide, activations do not
+    if "cpu_offload" in sharding_text:
+        offload = "params"  # the scripts' DeepSpeed/FSDP configs offload params + optimizer
+    gpus = _int(r["num_gpus"], 1)
+    # DeepSpeed ZeRO-3 and FSDP (accelerate ≥ 0.30) keep fp32 masters; otherwise a bf16
+    # model trained with bf16=True is pure bf16 (FORMULAS §2.1)
+    mixed = amp or (method == "full" and sharding != "none") or dtype == "fp32"
+    opt_text = r["optimizer"].lower()
+    optimizer = "adafactor" if "adafactor" in opt_text else (
+        "adamw-8bit" if "8bit" in opt_text else "adamw")
+    rank_text = r["lora_rank"]
+    rank = _int(rank_text, 8)  # PEFT's and ms-swift's default r
+    if r["method"] == "vera":
+        rank = 8  # VeRA's r sizes frozen shared projections; it trains only two vectors
+    targets = _targets(r["lora_targets"])
+    if "110.4M trainable" in r["lora_targets"]:
+        rank = 32  # 110.4M / (40 layers × Σ(d_in + d_out) of all linears = 86,272) = 32
+    swift = "ms-swift" in r["source"]
+    peft_readme = "README.md 'High performance" in r["source"]
+    seq_default = SWIFT_DEFAULT_SEQ if swift else (PEFT_README_SEQ if peft_readme else 2048)
+    virtual = _int(r["lora_targets"], 20) if method in ("prefix", "prompt") else 20
+    if r["method"].startswith("llama_adapter"):
+        virtual = _int(r["lora_targets"].split("adapter_len")[-1], 10)
+    return JobSpec(
+        method=method, lora_rank=rank, lora_targets=targets, num_virtual_tokens=virtual,
+        dtype=dtype, quant=quant, double_quant=double_quant, upcast_non_quantized=upcast,
+        optimizer=optimizer, mixed_precision=mixed,
+        batch_size=_int(r["batch_size"], SWIFT_DEFAULT_BATCH),
+        seq_len=_int(r["seq_len"], seq_default),
+        decoder_seq_len=PEFT_README_TARGET if peft_readme and arch.arch == "encoder-decoder"
+        else None,
+        grad_accum=_int(r["grad_accum"], 1),
+        grad_checkpointing=r["grad_checkpointing"].startswith("yes"),
+        flash_attention=not r["flash_attention"].startswith("no"),
+        gpus=gpus, sharding=sharding if gpus > 1 or sharding != "none" else "none",
+        offload=offload,
+    )
+
+
+def _settings(job: JobSpec) -> str:
+    parts = [f"{job.method}", f"bs{job.batch_size}x{job.seq_len}", job.dtype]
+    if job.quant != "none":
+        parts.append(job.quant)
+    if job.method in ("lora", "qlora", "dora"):
+        parts.append(f"r{job.lora_rank}/{job.lora_targets}")
+    parts.append("GC" if job.grad_checkpointing else "noGC")
+    parts.append("FA" if job.flash_attention else "eager")
+    if job.gpus > 1 or job.sharding != "none":
+        parts.append(f"{job.gpus}x{job.sharding}")
+    if job.offload != "none":
+        parts.append(f"offload-{job.offload}")
+    return " ".join(parts)
+
+
+def predict(est: Estimate, metric: Metric) -> float | None:
+    m = est.memory
+    return {"allocated": m.allocated_gb, "reserved": m.reserved_gb,
+            "device": m.peak_gb_per_gpu, "none": None}[metric]
+
+
+def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
+    """Run the estimator on every measurement row."""
+    catalog = load_catalog()
+    out: list[CalibrationRow] = []
+    with path.open(newline="", encoding="utf-8") as f:
+        for i, r in enumerate(csv.DictReader(f)):
+            arch = lookup(r["model"])
+            method_key = r["method"].split(" ")[0].split("(")[0].strip()
+            modeled, exact = METHOD_MAP[method_key]
+            job = job_for_row(r, arch)
+            gpu: GpuSpec = catalog.gpu(_gpu(r["gpu"]))
+            est = estimate(arch, job, gpu)
+            metric = metric_of(r["memory_metric"])
+            out.append(CalibrationRow(
+                index=i, model=r["model"], method=r["method"], modeled_method=job.method,
+                exact_method=exact and modeled == job.method or exact and job.quant != "none",
+                settings=_settings(job), gpu_id=gpu.canonical_id, metric=metric,
+                measured_gb=_float(r["measured_peak_gb"]), predicted_gb=predict(est, metric),
+                measured_tokens_per_s=_float(r["tokens_per_s"]),
+                predicted_tokens_per_s=est.time.tokens_per_s if est.time else None,
+                naive_gb=_float(r["naive_pred_gb"]), accelerate_gb=_float(r["accelerate_pred_gb"]),
+            ))
+    return out
+
+
+def summarize(errors: list[float]) -> Summary:
+    if not errors:
+        return Summary(rows=0, median_abs_error_pct=0.0, within_20_pct=0.0)
+    abs_err = [abs(e) for e in errors]
+    return Summary(rows=len(errors), median_abs_error_pct=round(statistics.median(abs_err), 2),
+                   within_20_pct=round(sum(e <= 20.0 for e in abs_err) / len(errors), 4))

@@ -1,0 +1,24 @@
+"""The closed sets of job options, with no dependencies: the CLI imports them at start-up."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Method = Literal["full", "lora", "qlora", "dora", "ia3", "prefix", "prompt", "adapter"]
+LoraTargets = Literal["qv", "attn", "all-linear"]
+Dtype = Literal["fp32", "fp16", "bf16"]
+Quant = Literal["none", "int8", "nf4"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
+Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+Offload = Literal["none", "optimizer", "params"]
+
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "method": Method.__args__,  # type: ignore[attr-defined]
+    "lora_targets": LoraTargets.__args__,  # type: ignore[attr-defined]
+    "dtype": Dtype.__args__,  # type: ignore[attr-defined]
+    "quant": Quant.__args__,  # type: ignore[attr-defined]
+    "optimizer": Optimizer.__args__,  # type: ignore[attr-defined]
+    "sharding": Sharding.__args__,  # type: ignore[attr-defined]
+    "offload": Offload.__args__,  # type: ignore[attr-defined]
+}

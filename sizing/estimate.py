@@ -1,0 +1,36 @@
+"""The one entry point: architecture + job (+ GPU) → memory, time and notes. Pure."""
+
+from __future__ import annotations
+
+from pipeline.catalog import GpuSpec
+from pipeline.errors import UserInputError
+from sizing.architectures import Architecture
+from sizing.memory import memory_estimate
+from sizing.precision import decide
+from sizing.throughput import time_estimate
+from sizing.types import Estimate, JobSpec
+
+
+def estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec | None = None,
+             tokens: int | None = None) -> Estimate:
+    """Size `job` on `arch`. Without a GPU only memory is estimated (at the requested dtype).
+
+    Raises `UserInputError` when the GPU cannot run the job at all (e.g. 4-bit on a TPU).
+    """
+    if tokens is not None and tokens < 1:
+        raise UserInputError(f"--tokens must be at least 1, got {tokens}")
+    decision = decide(job, gpu)
+    if decision.refusal:
+        gpu_id = gpu.canonical_id if gpu else "?"
+        raise UserInputError(f"cannot run on {gpu_id}: {decision.refusal}")
+    memory = memory_estimate(arch, job, dtype=decision.dtype,
+                             vram_gb=gpu.vram_gb if gpu else None)
+    time = time_estimate(arch, job, gpu, decision.dtype, tokens) if gpu else None
+    notes = list(decision.notes)
+    if arch.notes:
+        notes.append(f"{arch.model_id}: {arch.notes}")
+    if memory.fits is False and gpu is not None:
+        notes.append(f"does not fit: {memory.peak_gb_per_gpu:.1f} GB needed per GPU, "
+                     f"{gpu.canonical_id} has {gpu.vram_gb:g} GB")
+    return Estimate(model_id=arch.model_id, gpu_id=gpu.canonical_id if gpu else None,
+                    dtype=decision.dtype, job=job, memory=memory, time=time, notes=notes)

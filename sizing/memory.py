@@ -1,0 +1,406 @@
+"""Per-GPU peak memory of a fine-tuning job, term by term. Pure: no I/O, no globals mutated.
+
+The peak is reached at the end of the forward pass / start of the backward pass, when the
+model state, every saved activation and the vocabulary-sized loss buffers are live together:
+
+    allocated = weights + master copy + autocast copy + gradients + optimizer states
+                + activations + logits/loss + sharding buffers + dequantization buffer
+    peak      = allocated + allocator reserve (fragmentation) + CUDA context
+
+Sources for every constant are in the comments; FORMULAS.md (shared/sizing) has the long form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sizing.architectures import Architecture, Linear
+from sizing.peft import is_lora_target, trainable_params
+from sizing.types import Dtype, JobSpec, MemoryEstimate
+
+GB = 1e9
+
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
+FP32 = 4
+
+# NF4 (QLoRA, Dettmers et al. 2023, §3): 4-bit codes + one fp32 absmax per 64-weight block
+# = 4.5 bits. Double quantization stores the absmax in 8 bits with one fp32 constant per 256
+# blocks: 4 + 8/64 + 32/(64·256) ≈ 4.127 bits (the paper's "0.373 bits saved per parameter").
+NF4_BYTES = 0.5 + FP32 / 64
+NF4_DQ_BYTES = 0.5 + 1 / 64 + FP32 / (64 * 256)
+# LLM.int8() (Dettmers et al. 2022): int8 weights plus one fp32 scale per output row.
+INT8_BYTES = 1.0
+
+# bitsandbytes 8-bit optimizers: two 8-bit states plus one fp32 absmax per 2048-value block
+# (Dettmers et al. 2021, "8-bit Optimizers via Block-wise Quantization").
+ADAM8BIT_STATE_BYTES = 2 * (1 + FP32 / 2048)
+
+# The PyTorch caching allocator holds freed blocks it cannot reuse for differently sized
+# requests: on LLM fine-tuning, GMLake (Guo et al., ASPLOS 2024, arXiv:2401.08156) measured
+# fragmentation (reserved − allocated) / reserved of 15 % on average (up to 33 %). We use the
+# average: reserved = allocated / (1 − 0.15).
+FRAGMENTATION = 0.15
+
+# CUDA context + cuBLAS/cuDNN handles outside the allocator: 0.3–2 GiB depending on driver,
+# GPU and lazy module loading; HF's "model memory anatomy" measures 1,343 MB on a V100.
+CUDA_CONTEXT_GB = 1.0
+
+# HF causal-LM loss: the logits are upcast to fp32, shifted into a contiguous copy, turned into
+# fp32 log-probabilities (saved by log_softmax) and get an fp32 gradient: four fp32 buffers of
+# tokens × vocabulary at the start of the backward pass (transformers LlamaForCausalLM.forward
+# and CrossEntropyLoss; FORMULAS §3.1 counts "about 2–3 copies" plus the gradient).
+LOSS_FP32_BUFFERS = 4
+
+# Chunked / fused linear cross-entropy (Liger-Kernel, Hsu et al. 2024, arXiv:2410.10989) picks a
+# chunk so that chunk × vocabulary ≈ tokens × hidden, and keeps an fp32 gradient of the hidden
+# states: about tokens × hidden × (4 fp32 buffers + 1 fp32 gradient).
+CHUNKED_LOSS_BYTES_PER_HIDDEN = FP32 * (LOSS_FP32_BUFFERS + 1)
+
+# DeepSpeed ZeRO default bucket sizes (reduce_bucket_size, allgather_bucket_size): 5e8 elements
+# (DeepSpeed config docs; EleutherAI cookbook calc_transformer_mem.py uses the same).
+ZERO_BUCKET_ELEMENTS = 5e8
+
+# FSDP gathers one wrapped block for compute and prefetches the next (BackwardPrefetch
+# .BACKWARD_PRE): two blocks unsharded at once. DeepSpeed ZeRO-3 keeps gathered parameters
+# resident up to stage3_max_live_parameters (default 1e9) and does not release those reused
+# within stage3_max_reuse_distance (default 1e9) (DeepSpeed config docs).
+GATHERED_BLOCKS = 2
+ZERO3_MAX_LIVE_PARAMETERS = 1e9
+
+# Models whose attention probabilities go through dropout during training (config defaults:
+# T5 dropout_rate, BERT attention_probs_dropout_prob, GPT-2 attn_pdrop = 0.1). Llama-style
+# models train with attention_dropout 0.
+_ATTN_DROPOUT_TYPES = frozenset({"t5", "bert", "roberta", "gpt2"})
+
+
+@dataclass(frozen=True)
+class _PerParam:
+    """Bytes per trainable parameter for each kind of model state."""
+
+    weight: float
+    master: float  # fp32 master copy held by the optimizer (ZeRO-style mixed precision)
+    autocast: float  # 16-bit copy torch.autocast caches during forward/backward
+    grad: float
+    optimizer: float
+
+
+def _optimizer_state_bytes(job: JobSpec, state_bytes: int, factored_ratio: float) -> float:
+    """Optimizer state per parameter; `state_bytes` is the dtype the states are kept in."""
+    if job.optimizer == "adamw":
+        return 2 * state_bytes  # momentum and variance (Loshchilov & Hutter 2019)
+    if job.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
+        return ADAM8BIT_STATE_BYTES
+    if job.optimizer == "sgd":
+        return state_bytes  # momentum buffer
+    # Adafactor (Shazeer & Stern 2018) without momentum (HF default beta1=None): row and column
+    # second-moment factors for matrices, a full vector for 1-D params.
+    return state_bytes * factored_ratio
+
+
+def _adafactor_ratio(arch: Architecture, job: JobSpec) -> float:
+    if job.is_peft:
+        return 1.0  # adapters are tiny; count a full second moment
+    factored = sum(m.count * (m.d_in + m.d_out) for b in arch.blocks() for m in b)
+    factored += 2 * (arch.vocab_size + arch.hidden_size)  # embedding (+ head) factors
+    vectors = arch.total_params - arch.linear_weight_params - arch.embedding_params \
+        - arch.lm_head_params
+    return (factored + vectors) / arch.total_params
+
+
+def per_param_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> _PerParam:
+    """Bytes per trainable parameter, before sharding.
+
+    - fp32: 4 weight + 4 grad + optimizer in fp32 (Transformer Math 101).
+    - pure 16-bit (`--pure`): 2 + 2 + states in 16-bit, 8 B/P with AdamW (PEFT MetaMathQA
+      benchmark, LLaMA-Factory "pure_bf16").
+    - mixed precision, unsharded (torch.autocast/AMP): fp32 weights 4 + 16-bit autocast copy 2 +
+      fp32 grads 4 + fp32 states (HF "model memory anatomy": 18 B/P with AdamW).
+    - mixed precision under ZeRO/FSDP: 16-bit weights 2 + 16-bit grads 2 + fp32 master 4 +
+      fp32 states (ZeRO paper §3.1: 2 + 2 + 12 = 16 B/P with AdamW).
+    - PEFT adapters are fp32 (PEFT autocast_adapter_dtype=True): 4 + 4 + fp32 states.
+    """
+    b = DTYPE_BYTES[dtype]
+    ratio = _adafactor_ratio(arch, job) if job.optimizer == "adafactor" else 1.0
+    if job.is_peft or dtype == "fp32":
+        return _PerParam(FP32, 0, 0, FP32, _optimizer_state_bytes(job, FP32, ratio))
+    if not job.mixed_precision:
+        return _PerParam(b, 0, 0, b, _optimizer_state_bytes(job, b, ratio))
+    if job.sharding in ("zero1", "zero2", "zero3", "fsdp"):
+        return _PerParam(b, FP32, 0, b, _optimizer_state_bytes(job, FP32, ratio))
+    return _PerParam(FP32, 0, b, FP32, _optimizer_state_bytes(job, FP32, ratio))
+
+
+def _uses_kbit_upcast(job: JobSpec) -> bool:
+    """PEFT's prepare_model_for_kbit_training runs (and casts non-quantized params to fp32).
+
+    TRL skips it for sharded QLoRA (ZeRO-3/FSDP), whose 4-bit params live in a bf16 storage
+    type (PEFT docs accelerate/fsdp.md); GPTQ bases are skipped by PEFT itself.
+    """
+    return (job.quant != "none" and job.upcast_non_quantized
+            and job.sharding not in ("zero3", "fsdp"))
+
+
+def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
+    """The frozen base model of a PEFT job, by storage type."""
+    b = DTYPE_BYTES[dtype]
+    if job.quant == "none":
+        return arch.total_params * b
+    rest = FP32 if _uses_kbit_upcast(job) else b
+    linear = arch.linear_weight_params
+    if job.quant == "nf4":
+        q = NF4_DQ_BYTES if job.double_quant else NF4_BYTES
+        return linear * q + arch.non_linear_params * rest
+    scales = sum(m.count * m.d_out for blk in arch.blocks() for m in blk) * FP32
+    return linear * INT8_BYTES + scales + arch.non_linear_params * rest
+
+
+def activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
+    """Saved activations for one micro-batch (bytes), including the final norm."""
+    ab = FP32 if dtype == "fp32" or _uses_kbit_upcast(job) else DTYPE_BYTES[dtype]
+    b = job.batch_size
+    extra = job.num_virtual_tokens if job.method == "prompt" else 0
+    s_enc = job.seq_len + extra
+    s_kv_extra = job.num_virtual_tokens if job.method == "prefix" else 0
+    enc_dec = arch.arch == "encoder-decoder"
+    s_dec = (job.decoder_seq_len or job.seq_len) if enc_dec else s_enc
+    lora = job.method in ("lora", "qlora", "dora")
+    n_enc = arch.num_layers
+    blocks = arch.blocks()
+
+    per_block: list[float] = []
+    for i, block in enumerate(blocks):
+        decoder = enc_dec and i >= n_enc
+        s_self = (s_dec if decoder else s_enc) + s_kv_extra
+        tokens = b * (s_dec if decoder else s_enc)
+        per_tok = _block_bytes_per_token(arch, job, block, ab, s_self, s_enc, lora)
+        cross_kv = b * s_enc * 2 * arch.kv_dim * ab if decoder else 0.0
+        per_block.append(tokens * per_tok + cross_kv)
+
+    tokens_out = b * s_dec
+    final = tokens_out * arch.hidden_size * (FP32 + (2 * ab if job.method == "full" else 0))
+    if not job.grad_checkpointing:
+        return sum(per_block) + final
+    # Full recompute keeps each block's input and re-runs one block at a time during backward
+    # (Korthikanti et al. 2022, §4: 2·s·b·h per layer plus one layer's activations).
+    ckpt = sum(b * (s_dec if enc_dec and i >= n_enc else s_enc) * arch.hidden_size * ab
+               for i in range(len(blocks)))
+    return ckpt + max(per_block) + final
+
+
+def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,
+                           s_kv: int, s_enc: int, lora: bool) -> float:
+    """Bytes one token leaves saved in one block when nothing is recomputed.
+
+    Counted tensor by tensor as autograd saves them (PyTorch saves a matmul's input only when
+    the weight needs a gradient, so frozen linears save nothing): HF norms upcast to fp32 and
+    keep that input; FlashAttention/SDPA keep q, k, v and the output (Dao et al. 2022);
+    eager attention also keeps the fp32 softmax and its 16-bit copy per key (Korthikanti et al.
+    2022 count 5·a·s bytes with dropout); the gated MLP keeps gate, act(gate) and up.
+    """
+    h = arch.hidden_size
+    full = job.method == "full"
+
+    def adapted(m: Linear) -> bool:
+        return lora and is_lora_target(m, job.lora_targets)
+
+    def needs_input(m: Linear) -> bool:
+        return full or adapted(m) or (job.method == "ia3" and m.name == "down")
+
+    n_norms = arch.norms_per_layer + (1 if any(m.group == "cross_attn" for m in block) else 0)
+    total = n_norms * (FP32 * h + (ab * h if full else 0))
+    if job.method == "adapter":
+        m_dim = max(1, h // job.adapter_reduction)
+        total += ab * (h + 2 * m_dim)  # bottleneck input, hidden, activation
+
+    for group in ("attn", "cross_attn"):
+        mods = [m for m in block if m.group == group]
+        if not mods:
+            continue
+        keys = s_enc if group == "cross_attn" else s_kv
+        if any(needs_input(m) for m in mods if m.name in ("q", "k", "v", "qkv")):
+            total += ab * h  # the normed input shared by q, k, v
+        if job.flash_attention:
+            total += ab * (2 * arch.q_dim + 2 * arch.kv_dim)  # q, k, v, output (+ tiny lse)
+        else:
+            total += ab * (arch.q_dim + 2 * arch.kv_dim)
+            softmax = FP32 + (ab if ab < FP32 else 0)
+            dropout = (1 + ab) if arch.model_type in _ATTN_DROPOUT_TYPES else 0
+            total += arch.num_heads * keys * (softmax + dropout)
+        if any(needs_input(m) for m in mods if m.name == "o"):
+            total += ab * arch.q_dim
+
+    mlp_kinds = [m for m in block if m.group in ("mlp", "expert", "shared_expert")]
+    for group, weight in (("mlp", 1.0), ("expert", float(arch.experts_per_token)),
+                          ("shared_expert", 1.0)):
+        mods = [m for m in mlp_kinds if m.group == group]
+        if not mods:
+            continue
+        f = next(m.d_in for m in mods if m.name == "down")
+        saved = (3 if arch.gated_mlp else 1) * ab * f  # act input (+ act output and up)
+        if any(needs_input(m) for m in mods if m.name == "down"):
+            saved += ab * f
+        if any(needs_input(m) for m in mods if m.name != "down"):
+            saved += ab * h
+        if group == "expert":
+            saved += ab * h  # tokens gathered per expert
+        total += weight * saved
+    if arch.is_moe and any(m.group == "router" for m in block):
+        total += FP32 * arch.num_experts  # router probabilities in fp32
+
+    for m in block:
+        if adapted(m):
+            total += m.count * FP32 * job.lora_rank  # lora_A output, kept for lora_B's grad
+            if job.method == "dora":
+                total += m.count * ab * m.d_out  # base output, kept for the magnitude grad
+    return total
+
+
+def logits_bytes(arch: Architecture, job: JobSpec) -> float:
+    """Vocabulary-sized loss buffers of one micro-batch (0 for encoder-only classifiers)."""
+    if arch.arch == "encoder":
+        return 0.0
+    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.seq_len
+    tokens = job.batch_size * s
+    if job.chunked_loss:
+        return tokens * arch.hidden_size * CHUNKED_LOSS_BYTES_PER_HIDDEN
+    return tokens * arch.vocab_size * FP32 * LOSS_FP32_BUFFERS
+
+
+def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None,
+                    vram_gb: float | None = None) -> MemoryEstimate:
+    """Peak memory per GPU. `dtype` is the effective precision (after the GPU's gates)."""
+    dt: Dtype = dtype or job.dtype
+    b = DTYPE_BYTES[dt]
+    notes: list[str] = []
+    pt = trainable_params(arch, job)
+    pp = per_param_bytes(arch, job, dt)
+    n = job.gpus
+    sharded = job.sharding in ("zero1", "zero2", "zero3", "fsdp")
+    shards_params = job.sharding in ("zero3", "fsdp")
+    div_opt = n if sharded else 1
+    div_grad = n if job.sharding in ("zero2", "zero3", "fsdp") else 1
+    div_w = n if shards_params else 1
+
+    frozen = frozen_weight_bytes(arch, job, dt) if job.is_peft else 0.0
+    terms: dict[str, float] = {
+        "weights_frozen": frozen / div_w,
+        "weights_trainable": pt * pp.weight / div_w,
+        "master_weights": pt * pp.master / div_opt,
+        "autocast_copy": pt * pp.autocast,
+        "gradients": pt * pp.grad / div_grad,
+        "optimizer_states": pt * pp.optimizer / div_opt,
+    }
+    host = 0.0
+    if job.offload in ("optimizer", "params"):
+        host += (terms["optimizer_states"] + terms["master_weights"]) * n
+        terms["optimizer_states"] = terms["master_weights"] = 0.0
+        notes.append("optimizer states and fp32 master weights live in CPU RAM (ZeRO-Offload)")
+    if job.offload == "params":
+        host += (terms["weights_frozen"] + terms["weights_trainable"] + terms["gradients"]) * n
+        terms["weights_frozen"] = terms["weights_trainable"] = terms["gradients"] = 0.0
+        notes.append("parameters and gradients live in CPU RAM; each block is copied in when "
+                     "it runs")
+
+    terms["activations"] = activation_bytes(arch, job, dt)
+    terms["logits_and_loss"] = logits_bytes(arch, job)
+    if job.grad_accum == 1 and not job.is_peft and terms["gradients"] > 0:
+        # Without accumulation the previous step's gradients were freed (zero_grad sets them
+        # to None, PyTorch ≥ 2.0), so at the start of backward only the output layer's
+        # gradient exists; the rest grow as activations are freed. The peak is the larger of
+        # the two moments: start of backward, or all gradients at the end of it.
+        head = arch.vocab_size * arch.hidden_size * pp.grad / div_grad
+        dynamic = terms["activations"] + terms["logits_and_loss"]
+        live = max(min(head, terms["gradients"]), terms["gradients"] - dynamic)
+        if live < terms["gradients"]:
+            notes.append("no gradient accumulation: most gradients are allocated only as "
+                         "the backward pass frees activations")
+        terms["gradients"] = live
+
+    buffers = 0.0
+    if job.sharding == "ddp" and n > 1:
+        # DDP's gradient buckets are a second copy of the gradients unless
+        # gradient_as_bucket_view=True (PyTorch DistributedDataParallel docs).
+        buffers += pt * pp.grad
+    if shards_params:
+        if job.is_peft and job.quant == "nf4":
+            unit_b = NF4_DQ_BYTES if job.double_quant else NF4_BYTES
+        elif job.is_peft and job.quant == "int8":
+            unit_b = INT8_BYTES
+        else:
+            unit_b = FP32 if dt == "fp32" else b
+        if job.sharding == "fsdp":
+            live = GATHERED_BLOCKS * arch.largest_block_params
+        else:
+            live = max(min(ZERO3_MAX_LIVE_PARAMETERS, arch.total_params),
+                       arch.largest_block_params)
+        buffers += live * unit_b
+    if job.sharding in ("zero1", "zero2", "zero3"):
+        buffers += min(pt, ZERO_BUCKET_ELEMENTS) * pp.grad
+    terms["sharding_buffers"] = buffers
+
+    if _uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
+        # The fp32-upcast LM head runs under autocast: its 16-bit cast is made every forward
+        # and saved by the matmul for the backward pass (torch.autocast caches casts only of
+        # trainable leaves, so the frozen head is re-cast and held each step).
+        terms["autocast_copy"] += arch.output_projection_params * b
+    if job.quant != "none":
+        # bitsandbytes dequantizes one weight matrix at a time to the compute dtype.
+        biggest = max(m.d_in * m.d_out for blk in arch.blocks() for m in blk)
+        terms["dequant_buffer"] = biggest * b
+    else:
+        terms["dequant_buffer"] = 0.0
+
+    allocated = sum(terms.values())
+    reserve = allocated * FRAGMENTATION / (1 - FRAGMENTATION)
+    if vram_gb is not None:
+        # The allocator frees cached blocks and retries before it reports out-of-memory, so the
+        # reserve cannot push the pool past the device (PyTorch CUDA semantics docs).
+        room = vram_gb * GB - CUDA_CONTEXT_GB * GB - allocated
+        if room > 0:
+            reserve = min(reserve, room)
+    terms["allocator_reserve"] = reserve
+    terms["cuda_context"] = CUDA_CONTEXT_GB * GB
+    peak = allocated + reserve + CUDA_CONTEXT_GB * GB
+
+    notes += _notes(arch, job, dt, pt)
+    total = arch.total_params + (pt if job.is_peft else 0)
+    return MemoryEstimate(
+        peak_gb_per_gpu=round(peak / GB, 3),
+        allocated_gb=round(allocated / GB, 3),
+        reserved_gb=round((allocated + reserve) / GB, 3),
+        breakdown={k: round(v / GB, 3) for k, v in terms.items()},
+        trainable_params=pt,
+        total_params=total,
+        host_ram_gb=round(host / GB, 3),
+        fits=None if vram_gb is None else peak <= vram_gb * GB,
+        notes=notes,
+    )
+
+
+def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
+    out: list[str] = []
+    if job.is_peft:
+        out.append(f"{job.method}: {pt:,} trainable parameters, kept in fp32 with fp32 "
+                   f"gradients and optimizer states (PEFT default)")
+    elif dt == "fp32":
+        out.append("fp32 weights, gradients and optimizer states")
+    elif job.mixed_precision:
+        out.append("mixed precision: fp32 master weights and optimizer states, 16-bit compute")
+    else:
+        out.append(f"pure {dt}: weights, gradients and optimizer states all in {dt}")
+    if _uses_kbit_upcast(job):
+        out.append("prepare_model_for_kbit_training casts embeddings, LM head and norms to "
+                   "fp32, so the hidden states and activations run in fp32 too")
+    if job.grad_checkpointing:
+        out.append("gradient checkpointing: one block input kept per layer, one block "
+                   "recomputed at a time")
+    if not job.flash_attention:
+        out.append("eager attention keeps the heads × seq × seq softmax per layer")
+    if arch.arch == "encoder":
+        out.append("encoder-only model: a small classification head, no vocabulary logits")
+    if job.optimizer == "paged-adamw-8bit":
+        out.append("paged optimizer states can spill to CPU RAM under pressure; the estimate "
+                   "keeps them on the GPU")
+    out.append("AdamW is assumed fused (the HF Trainer default adamw_torch_fused); the older "
+               "foreach path needs one more parameter-sized buffer at the optimizer step")
+    return out

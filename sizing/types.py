@@ -1,0 +1,137 @@
+"""Inputs and outputs of the sizing engine. Memory is in GB (10^9 bytes), time in seconds.
+
+`JobSpec` validates its own consistency: nonsense input raises `UserInputError` with a message
+the CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pipeline.errors import UserInputError
+from sizing.choices import Dtype, LoraTargets, Method, Offload, Optimizer, Quant, Sharding
+
+PEFT_METHODS: frozenset[str] = frozenset({"lora", "qlora", "dora", "ia3", "prefix", "prompt",
+                                          "adapter"})
+LORA_METHODS: frozenset[str] = frozenset({"lora", "qlora", "dora"})
+MAX_GPUS = 4096
+
+
+class JobSpec(BaseModel):
+    """One fine-tuning job. `batch_size` is the micro-batch per GPU."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: Method = "lora"
+    lora_rank: int = 16
+    lora_targets: LoraTargets = "qv"
+    num_virtual_tokens: int = Field(20, description="prefix / prompt tuning length")
+    adapter_reduction: int = Field(16, description="bottleneck adapter: hidden / this")
+    dtype: Dtype = "bf16"
+    quant: Quant = "none"
+    double_quant: bool = True
+    upcast_non_quantized: bool = Field(
+        True, description="PEFT prepare_model_for_kbit_training casts non-quantized params "
+                          "(embeddings, head, norms) to fp32")
+    optimizer: Optimizer = "adamw"
+    mixed_precision: bool = Field(
+        True, description="16-bit compute with fp32 master weights; False = pure 16-bit")
+    batch_size: int = 1
+    seq_len: int = 2048
+    decoder_seq_len: int | None = Field(None, description="target length (encoder-decoder)")
+    grad_accum: int = 1
+    grad_checkpointing: bool = True
+    flash_attention: bool = True
+    gpus: int = 1
+    sharding: Sharding = "none"
+    offload: Offload = "none"
+    chunked_loss: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _qlora_means_nf4(cls, data: object) -> object:
+        # QLoRA is LoRA on an NF4 base (Dettmers et al. 2023); naming it is enough.
+        if isinstance(data, dict) and data.get("method") == "qlora" and data.get(
+                "quant", "none") == "none":
+            return {**data, "quant": "nf4"}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> JobSpec:
+        for name in ("batch_size", "seq_len", "grad_accum", "gpus", "num_virtual_tokens",
+                     "adapter_reduction"):
+            value = getattr(self, name)
+            if value < 1:
+                raise UserInputError(f"--{name.replace('_', '-')} must be at least 1, "
+                                     f"got {value}")
+        if self.decoder_seq_len is not None and self.decoder_seq_len < 1:
+            raise UserInputError(f"decoder length must be at least 1, got "
+                                 f"{self.decoder_seq_len}")
+        if self.method in LORA_METHODS and self.lora_rank < 1:
+            raise UserInputError(f"--lora-rank must be at least 1 for {self.method}, "
+                                 f"got {self.lora_rank}")
+        if self.method == "full" and self.quant != "none":
+            raise UserInputError(f"--quant {self.quant} freezes the base weights: it needs a "
+                                 f"PEFT method (qlora, lora, dora, ...), not --method full")
+        if self.gpus > MAX_GPUS:
+            raise UserInputError(f"--gpus {self.gpus} is beyond what this model covers "
+                                 f"({MAX_GPUS})")
+        if self.sharding == "none" and self.gpus > 1:
+            raise UserInputError(f"--sharding none runs on one GPU; {self.gpus} GPUs need "
+                                 f"ddp, zero1, zero2, zero3 or fsdp")
+        if self.offload == "params" and self.sharding not in ("zero3", "fsdp"):
+            raise UserInputError("--offload params needs --sharding zero3 or fsdp")
+        if self.offload == "optimizer" and self.sharding in ("none", "ddp"):
+            raise UserInputError("--offload optimizer needs --sharding zero1, zero2, zero3 "
+                                 "or fsdp (ZeRO-Offload / FSDP CPU offload)")
+        if self.offload == "optimizer" and self.sharding == "fsdp":
+            raise UserInputError("FSDP offloads parameters, gradients and optimizer state "
+                                 "together: use --offload params with --sharding fsdp")
+        return self
+
+    @property
+    def is_peft(self) -> bool:
+        return self.method in PEFT_METHODS
+
+    @property
+    def tokens_per_micro_batch(self) -> int:
+        return self.batch_size * self.seq_len
+
+
+class MemoryEstimate(BaseModel):
+    """Per-GPU memory at the training peak, split into terms that are all live at that peak."""
+
+    peak_gb_per_gpu: float = Field(description="what must fit on the device: allocated + "
+                                               "allocator reserve + CUDA context")
+    allocated_gb: float = Field(description="tensor memory (torch.cuda.max_memory_allocated)")
+    reserved_gb: float = Field(description="allocator pool (torch.cuda.max_memory_reserved)")
+    breakdown: dict[str, float] = Field(description="GB per term; sums to peak_gb_per_gpu")
+    trainable_params: int
+    total_params: int
+    host_ram_gb: float = Field(description="CPU RAM for offloaded states, whole machine")
+    fits: bool | None = Field(None, description="peak within the GPU's memory (None: no GPU)")
+    notes: list[str] = Field(default_factory=list)
+
+
+class TimeEstimate(BaseModel):
+    flops_per_token: float = Field(description="model FLOPs per token (no recompute)")
+    hardware_flops_per_token: float = Field(description="incl. activation recompute")
+    tokens_per_s: float = Field(description="whole job, all GPUs")
+    tokens_per_s_per_gpu: float
+    step_time_s: float = Field(description="one optimizer step (grad_accum micro-batches)")
+    hours: float | None = None
+    mfu: float = Field(description="model FLOPs utilisation assumed for one GPU")
+    scaling_efficiency: float = Field(description="multi-GPU: compute / (compute + exposed "
+                                                  "communication and offload traffic)")
+    peak_tflops: float
+    notes: list[str] = Field(default_factory=list)
+
+
+class Estimate(BaseModel):
+    model_id: str
+    gpu_id: str | None
+    dtype: Dtype = Field(description="the precision the job runs in on this GPU")
+    job: JobSpec
+    memory: MemoryEstimate
+    time: TimeEstimate | None
+    notes: list[str] = Field(default_factory=list)

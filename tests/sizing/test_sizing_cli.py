@@ -1,0 +1,78 @@
+"""`gpuscout estimate` end to end through a test Typer app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from pipeline.errors import UserInputError
+from sizing.cli import estimate_command
+
+app = typer.Typer()
+app.command("estimate")(estimate_command)
+
+
+@app.command("version")
+def _version() -> None:  # a second command keeps "estimate" a subcommand
+    pass
+
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str, BaseException | None]:
+    r = runner.invoke(app, ["estimate", *args])
+    return r.exit_code, r.output, r.exception
+
+
+def test_must_show_qlora_json_has_a_breakdown() -> None:
+    code, out, _ = run("--model", "meta-llama/Llama-3.1-8B", "--method", "qlora",
+                       "--batch-size", "1", "--seq-len", "2048", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    for key in ("peak_gb_per_gpu", "breakdown", "trainable_params", "total_params",
+                "tokens_per_s", "flops_per_token", "hours", "notes"):
+        assert key in data
+    assert data["trainable_params"] == 6_815_744
+    assert abs(sum(data["breakdown"].values()) - data["peak_gb_per_gpu"]) < 0.01
+    assert 10 < data["peak_gb_per_gpu"] < 30
+
+
+def test_gpu_and_tokens_give_hours() -> None:
+    code, out, _ = run("--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--tokens", "1e9",
+                       "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["tokens_per_s"] > 0 and data["hours"] > 0 and data["fits"]
+
+
+def test_table_output() -> None:
+    code, out, _ = run("--model", "Qwen2.5-7B", "--method", "full", "--gpu", "a100-sxm-80gb")
+    assert code == 0 and "peak" in out and "tokens/s" in out
+
+
+def test_config_and_params_paths(tmp_path: Path) -> None:
+    cfg = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+           "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "vocab_size": 128256, "tie_word_embeddings": True}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    code, out, _ = run("--config", str(p), "--format", "json")
+    assert code == 0 and json.loads(out)["total_params"] > 1_235_000_000
+    code, out, _ = run("--params", "7e9", "--format", "json")
+    assert code == 0 and any("unknown model" in n for n in json.loads(out)["notes"])
+
+
+def test_nonsense_input_is_a_user_error() -> None:
+    for args in (["--model", "llama-3.1-8b", "--batch-size", "-1"],
+                 ["--model", "llama-3.1-8b", "--lora-rank", "0"],
+                 ["--model", "llama-3.1-8b", "--method", "full", "--quant", "nf4"],
+                 ["--model", "llama-3.1-8b", "--gpus", "4"],
+                 ["--model", "llama-3.1-8b", "--method", "sft"],
+                 ["--model", "llama-3.1-8b", "--gpu", "h100"],
+                 ["--model", "lama-3.1-8b-typo"],
+                 []):
+        code, _, exc = run(*args)
+        assert code != 0 and isinstance(exc, UserInputError), args

@@ -1,0 +1,166 @@
+"""Each memory term against a hand computation on Llama-2-7B (h 4096, f 11008, 32 layers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sizing.architectures import lookup
+from sizing.memory import (
+    CUDA_CONTEXT_GB,
+    FRAGMENTATION,
+    GB,
+    activation_bytes,
+    logits_bytes,
+    memory_estimate,
+)
+from sizing.types import JobSpec
+
+A = lookup("meta-llama/Llama-2-7b-hf")
+P = 6_738_415_616
+LINEAR = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
+H, F, L, V = 4096, 11008, 32, 32000
+
+
+def gb(x: float) -> float:
+    return round(x / GB, 3)
+
+
+def full(**kw: object) -> JobSpec:
+    base: dict[str, object] = {"method": "full", "grad_accum": 2, "seq_len": 512}
+    return JobSpec(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_pure_bf16_adamw_is_8_bytes_per_param() -> None:
+    b = memory_estimate(A, full(mixed_precision=False)).breakdown
+    assert b["weights_trainable"] == gb(2 * P)
+    assert b["gradients"] == gb(2 * P)
+    assert b["optimizer_states"] == gb(4 * P)
+    assert b["master_weights"] == b["autocast_copy"] == 0
+
+
+def test_amp_mixed_precision_is_18_bytes_per_param() -> None:
+    b = memory_estimate(A, full()).breakdown
+    assert (b["weights_trainable"], b["autocast_copy"], b["gradients"],
+            b["optimizer_states"]) == (gb(4 * P), gb(2 * P), gb(4 * P), gb(8 * P))
+
+
+def test_fp32_and_optimizer_variants() -> None:
+    assert memory_estimate(A, full(dtype="fp32")).breakdown["optimizer_states"] == gb(8 * P)
+    b8 = memory_estimate(A, full(optimizer="adamw-8bit")).breakdown
+    assert b8["optimizer_states"] == gb(P * 2 * (1 + 4 / 2048))
+    assert memory_estimate(A, full(optimizer="sgd")).breakdown["optimizer_states"] == gb(4 * P)
+    ada = memory_estimate(A, full(optimizer="adafactor")).breakdown["optimizer_states"]
+    assert 0 < ada < gb(0.01 * P * 4)  # factored second moments only
+
+
+@pytest.mark.parametrize(("stage", "w", "g", "o"), [
+    ("zero1", 1, 1, 8), ("zero2", 1, 8, 8), ("zero3", 8, 8, 8), ("fsdp", 8, 8, 8)])
+def test_zero_stages_divide_the_right_states(stage: str, w: int, g: int, o: int) -> None:
+    b = memory_estimate(A, full(gpus=8, sharding=stage)).breakdown
+    # ZeRO mixed precision: 16-bit weights 2 + 16-bit grads 2 + fp32 master 4 + Adam 8
+    assert b["weights_trainable"] == gb(2 * P / w)
+    assert b["gradients"] == gb(2 * P / g)
+    assert b["master_weights"] == gb(4 * P / o)
+    assert b["optimizer_states"] == gb(8 * P / o)
+
+
+def test_sharding_buffers() -> None:
+    z3 = memory_estimate(A, full(gpus=8, sharding="zero3")).breakdown["sharding_buffers"]
+    assert z3 == gb(1e9 * 2 + 5e8 * 2)  # live-parameter cache + reduce bucket, 16-bit
+    block = 4 * H * H + 3 * H * F + 2 * H
+    fs = memory_estimate(A, full(gpus=8, sharding="fsdp")).breakdown["sharding_buffers"]
+    assert fs == gb(2 * block * 2)  # current + prefetched unit
+    ddp = memory_estimate(A, full(gpus=2, sharding="ddp", mixed_precision=False))
+    assert ddp.breakdown["sharding_buffers"] == gb(2 * P)  # gradient buckets
+
+
+def test_offload_moves_states_to_host_ram() -> None:
+    m = memory_estimate(A, full(gpus=4, sharding="zero3", offload="optimizer"))
+    assert m.breakdown["optimizer_states"] == m.breakdown["master_weights"] == 0
+    assert m.host_ram_gb == pytest.approx(gb(12 * P), rel=1e-3)
+    mp = memory_estimate(A, full(gpus=4, sharding="zero3", offload="params"))
+    assert mp.breakdown["weights_trainable"] == mp.breakdown["gradients"] == 0
+    assert mp.host_ram_gb == pytest.approx(gb(16 * P), rel=1e-3)
+
+
+def test_nf4_weights_with_and_without_double_quant() -> None:
+    nonlin = P - LINEAR
+    dq = memory_estimate(A, JobSpec(method="qlora")).breakdown["weights_frozen"]
+    assert dq == gb(LINEAR * (0.5 + 1 / 64 + 4 / (64 * 256)) + nonlin * 4)  # fp32 upcast
+    nodq = memory_estimate(A, JobSpec(method="qlora", double_quant=False))
+    assert nodq.breakdown["weights_frozen"] == gb(LINEAR * 0.5625 + nonlin * 4)
+    noup = memory_estimate(A, JobSpec(method="qlora", upcast_non_quantized=False))
+    assert noup.breakdown["weights_frozen"] == gb(LINEAR * (0.5 + 1 / 64 + 4 / 16384)
+                                                  + nonlin * 2)
+    i8 = memory_estimate(A, JobSpec(method="lora", quant="int8")).breakdown["weights_frozen"]
+    row_scales = 32 * (4 * H + 2 * F + H) * 4
+    assert i8 == gb(LINEAR + row_scales + nonlin * 4)
+
+
+def test_peft_adapters_are_fp32_with_fp32_states() -> None:
+    b = memory_estimate(A, JobSpec(method="lora", lora_rank=8)).breakdown
+    pt = 32 * 8 * (2 * (H + H))
+    assert (b["weights_trainable"], b["gradients"], b["optimizer_states"]) == (
+        gb(4 * pt), gb(4 * pt), gb(8 * pt))
+    assert b["weights_frozen"] == gb(2 * P)
+
+
+def test_logits_are_four_fp32_vocabulary_buffers() -> None:
+    job = JobSpec(batch_size=2, seq_len=1024)
+    assert logits_bytes(A, job) == 2 * 1024 * V * 16
+    chunked = JobSpec(batch_size=2, seq_len=1024, chunked_loss=True)
+    assert logits_bytes(A, chunked) == 2 * 1024 * H * 20
+    assert logits_bytes(lookup("bert-large-uncased"), job) == 0
+
+
+def _lora_block_bytes_per_token(r: int) -> int:
+    norms = 2 * 4 * H  # HF norms keep their fp32 input; frozen weights keep nothing else
+    qkv_input = 2 * H  # saved for LoRA's A matrix on q and v
+    flash = 2 * (2 * H + 2 * H)  # q, k, v, output
+    mlp = 3 * 2 * F  # act input, act output, up
+    lora = 2 * 4 * r  # lora_A outputs (fp32) on q and v
+    return norms + qkv_input + flash + mlp + lora
+
+
+def test_activations_with_checkpointing() -> None:
+    job = JobSpec(method="lora", lora_rank=8, seq_len=2048, mixed_precision=False)
+    ckpt = L * 2048 * H * 2
+    block = 2048 * _lora_block_bytes_per_token(8)
+    final = 2048 * H * 4
+    assert activation_bytes(A, job, "bf16") == ckpt + block + final
+
+
+def test_activations_without_checkpointing_and_eager_attention() -> None:
+    fa = JobSpec(method="lora", lora_rank=8, seq_len=1024, grad_checkpointing=False)
+    per_tok = _lora_block_bytes_per_token(8)
+    assert activation_bytes(A, fa, "bf16") == L * 1024 * per_tok + 1024 * H * 4
+    eager = JobSpec(method="lora", lora_rank=8, seq_len=1024, grad_checkpointing=False,
+                    flash_attention=False)
+    extra_per_tok = -2 * (2 * H + 2 * H) + 2 * (H + 2 * H) + 32 * 1024 * (4 + 2)
+    assert activation_bytes(A, eager, "bf16") - activation_bytes(A, fa, "bf16") == (
+        L * 1024 * extra_per_tok)
+
+
+def test_full_training_keeps_more_activations_than_lora() -> None:
+    lora = JobSpec(method="lora", grad_checkpointing=False, seq_len=512)
+    fft = JobSpec(method="full", grad_checkpointing=False, seq_len=512)
+    assert activation_bytes(A, fft, "bf16") > activation_bytes(A, lora, "bf16")
+
+
+def test_no_accumulation_frees_gradients_until_backward() -> None:
+    ga1 = memory_estimate(A, JobSpec(method="full", seq_len=512, mixed_precision=False))
+    b = ga1.breakdown
+    dynamic = b["activations"] + b["logits_and_loss"]
+    assert b["gradients"] == pytest.approx(max(gb(V * H * 2), gb(2 * P) - dynamic), abs=2e-3)
+
+
+def test_reserve_context_and_device_cap() -> None:
+    m = memory_estimate(A, JobSpec(method="lora"))
+    reserve = m.allocated_gb * FRAGMENTATION / (1 - FRAGMENTATION)
+    assert m.breakdown["allocator_reserve"] == pytest.approx(reserve, abs=2e-3)
+    assert m.breakdown["cuda_context"] == CUDA_CONTEXT_GB
+    assert m.peak_gb_per_gpu == pytest.approx(sum(m.breakdown.values()), abs=5e-3)
+    capped = memory_estimate(A, JobSpec(method="lora"), vram_gb=m.allocated_gb + 1.5)
+    assert capped.breakdown["allocator_reserve"] == pytest.approx(0.5, abs=2e-3)
+    assert capped.fits is True
+    assert memory_estimate(A, full(), vram_gb=24).fits is False

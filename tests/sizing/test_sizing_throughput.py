@@ -1,0 +1,55 @@
+"""FLOPs per token, rates and multi-GPU scaling."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.catalog import load_catalog
+from sizing.architectures import lookup
+from sizing.peft import trainable_params
+from sizing.throughput import flops_per_token, matmul_params, peak_tflops, time_estimate
+from sizing.types import JobSpec
+
+CAT = load_catalog()
+A = lookup("meta-llama/Llama-2-7b-hf")
+N = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 32000 * 4096  # blocks + output projection
+
+
+def test_flops_per_token_full_peft_and_recompute() -> None:
+    assert matmul_params(A) == N
+    attn = 4 * 32 * 4096 * 2048
+    model, hw = flops_per_token(A, JobSpec(method="full", grad_checkpointing=False))
+    assert model == hw == 6 * N + 3 * attn
+    lora = JobSpec(method="lora", lora_rank=8)
+    model, hw = flops_per_token(A, lora)
+    assert model == 4 * N + 6 * trainable_params(A, lora) + 3 * attn
+    assert hw == model + 2 * N + attn
+
+
+def test_moe_counts_active_experts_only() -> None:
+    m = lookup("mistralai/Mixtral-8x7B-v0.1")
+    assert matmul_params(m) < 0.3 * m.total_params
+
+
+def test_rates_follow_the_dtype() -> None:
+    a100 = CAT.gpu("a100-sxm-80gb")
+    assert peak_tflops(a100, "bf16") == 312
+    assert peak_tflops(a100, "fp32") == a100.fp32_tflops
+    assert peak_tflops(CAT.gpu("v100-sxm2-16gb"), "fp16") == 125
+
+
+def test_hours_and_qlora_slowdown() -> None:
+    h100 = CAT.gpu("h100-sxm-80gb")
+    t = time_estimate(A, JobSpec(method="lora"), h100, "bf16", tokens=10**9)
+    assert t.hours == pytest.approx(1e9 / t.tokens_per_s / 3600, rel=1e-3)
+    q = time_estimate(A, JobSpec(method="qlora"), h100, "bf16")
+    assert q.tokens_per_s == pytest.approx(t.tokens_per_s / 1.5, rel=1e-3)
+
+
+def test_scaling_depends_on_interconnect_and_sharding() -> None:
+    job = JobSpec(method="full", gpus=8, sharding="zero3", batch_size=1, seq_len=1024)
+    nvlink = time_estimate(A, job, CAT.gpu("h100-sxm-80gb"), "bf16")
+    pcie = time_estimate(A, job, CAT.gpu("h100-pcie-80gb"), "bf16")
+    assert nvlink.scaling_efficiency > pcie.scaling_efficiency
+    ddp = JobSpec(method="lora", gpus=8, sharding="ddp")
+    assert time_estimate(A, ddp, CAT.gpu("l40s-48gb"), "bf16").scaling_efficiency > 0.95
