@@ -23,6 +23,7 @@ from prefect.futures import wait
 from adapters.archive import ArchiveWriter, ReplayTransport
 from pipeline.catalog import GPUS_CSV, load_catalog
 from pipeline.errors import GpuscoutError
+from pipeline.profiles import profiles_table
 from pipeline.refresh import (
     Collected,
     Source,
@@ -37,7 +38,7 @@ from pipeline.refresh import (
 from pipeline.run_summary import run_summary_markdown
 from pipeline.settings import Settings
 from warehouse.connection import connect
-from warehouse.load import replace_gpu_catalog
+from warehouse.load import replace_gpu_catalog, replace_provider_profiles
 
 # A provider that has not answered in 10 minutes is stuck; the HTTP client's own retries and
 # timeouts (30 s read, 4 attempts) fit well inside it.
@@ -104,6 +105,7 @@ def nightly_refresh(providers: list[str] | None = None, db: str | None = None,
 
     with connect(db_path) as con:
         replace_gpu_catalog(con, GPUS_CSV)
+        replace_provider_profiles(con, profiles_table())
         transport, recorder = _io(source)
         fx = resolve_fx(con, transport=transport, recorder=recorder)
     if fx.error:

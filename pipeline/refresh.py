@@ -29,6 +29,7 @@ from pipeline.errors import GpuscoutError, UserInputError
 from pipeline.fx import FX_SOURCE, fetch_rates, parse_rates
 from pipeline.models import Offer, Reject
 from pipeline.normalize import USD_ONLY, normalize
+from pipeline.profiles import profiles_table
 from pipeline.quality import gate_rows, refresh_refusal
 from pipeline.settings import Settings, credentials
 from warehouse.arrow import offers_to_table
@@ -39,6 +40,7 @@ from warehouse.load import (
     latest_fx_rates,
     merge_offers,
     replace_gpu_catalog,
+    replace_provider_profiles,
     store_fx_rates,
     transaction,
     write_quarantine,
@@ -145,6 +147,7 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
     records = []
     with connect(db) as con:
         replace_gpu_catalog(con, GPUS_CSV)
+        replace_provider_profiles(con, profiles_table())
         fx_outcome = (FxOutcome(as_of=None, usd_per_unit=dict(fx), origin="given")
                       if fx is not None else
                       resolve_fx(con, transport=transport, recorder=recorder))

@@ -173,6 +173,16 @@ def latest_fx_rates(con: duckdb.DuckDBPyConnection) -> tuple[date | None, dict[s
     return rows[0][0], {currency: rate for _, currency, rate in rows}
 
 
+def replace_provider_profiles(con: duckdb.DuckDBPyConnection, profiles: pa.Table) -> None:
+    con.register("incoming_profiles", profiles)
+    try:
+        with transaction(con):
+            con.execute(statement("replace_provider_profiles"))
+            con.execute(statement("insert_provider_profiles"))
+    finally:
+        con.unregister("incoming_profiles")
+
+
 def replace_gpu_catalog(con: duckdb.DuckDBPyConnection, gpus_csv: Path) -> None:
     con.execute(statement("replace_gpu_catalog"), [str(gpus_csv)])
 

@@ -1,0 +1,1 @@
+INSERT INTO provider_profiles BY NAME SELECT * FROM incoming_profiles;
