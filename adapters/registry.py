@@ -12,16 +12,19 @@ SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
 
 # provider name (as in the warehouse, the alias table and the CLI) -> module in adapters/
 PROVIDERS: dict[str, str] = {
+    "azure": "azure",
     "coreweave": "coreweave",
     "crusoe": "crusoe",
     "cudo": "cudo",
     "datacrunch": "datacrunch",
     "digitalocean": "digitalocean",
     "fluidstack": "fluidstack",
+    "gcp": "gcp",
     "hyperstack": "hyperstack",
     "jarvislabs": "jarvislabs",
     "lambda": "lambdalabs",
     "nebius": "nebius",
+    "oci": "oci",
     "ovhcloud": "ovhcloud",
     "paperspace": "paperspace",
     "runpod": "runpod",

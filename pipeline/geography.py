@@ -27,6 +27,16 @@ _PREFIX = [
     (r"^(sa|southamerica)[-_ ]", "latam"), (r"^(me)[-_ ]", "middle-east"),
     (r"^(af)[-_ ]", "africa"), (r"^(au|australia)[-_ ]", "oceania"),
 ]
+# Azure region names are one lowercase word ("eastus2", "germanywestcentral", "usgovvirginia").
+_AZURE = [
+    (r"^(east|west|central|northcentral|southcentral|westcentral)us\d?$|^usgov", "us"),
+    (r"^canada", "canada"), (r"^(brazil|mexico|chile)", "latam"),
+    (r"europe$|^(uk|france|germany|switzerland|norway|sweden|poland|italy|spain|austria"
+     r"|belgium|denmark|finland)", "europe"),
+    (r"asia$|india|^(japan|korea|indonesia|malaysia|taiwan)", "asia"),
+    (r"^(australia|newzealand)", "oceania"), (r"^(uae|qatar|israel|saudi)", "middle-east"),
+    (r"^southafrica", "africa"),
+]
 
 
 def geography(region: str | None) -> str | None:
@@ -43,4 +53,8 @@ def geography(region: str | None) -> str | None:
     for pattern, geo in _PREFIX:
         if re.match(pattern, low):
             return geo
+    if re.fullmatch(r"[a-z]+\d?", low):
+        for pattern, geo in _AZURE:
+            if re.search(pattern, low):
+                return geo
     return None
