@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` (install + offline refresh + a look at the offers)
+# The README's two commands: `make demo` (install, offline refresh, offers, a recommendation)
 # and `make test`. Everything installs into .venv from pyproject.toml.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -19,6 +19,8 @@ install: $(VENV)/.installed
 demo: install
 	$(BIN)/gpuscout refresh --offline --db $(DB)
 	$(BIN)/gpuscout offers --db $(DB) --min-vram 24 --limit 15
+	$(BIN)/gpuscout recommend --db $(DB) --model meta-llama/Llama-3.1-8B --method qlora \
+		--batch-size 4 --tokens 1e8 --limit 5 --explain
 
 test: install
 	$(BIN)/python -m pytest

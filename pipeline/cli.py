@@ -16,7 +16,27 @@ import typer
 
 from pipeline.errors import GpuscoutError, UserInputError
 from pipeline.output import Format
-from sizing.cli import estimate_command
+from sizing.cli import (
+    AccumOpt,
+    BatchOpt,
+    CheckpointOpt,
+    ChunkedOpt,
+    ConfigOpt,
+    DoubleQuantOpt,
+    DtypeOpt,
+    FlashOpt,
+    MethodOpt,
+    MixedOpt,
+    ModelOpt,
+    OffloadOpt,
+    OptimizerOpt,
+    ParamsOpt,
+    QuantOpt,
+    RankOpt,
+    SeqOpt,
+    TargetsOpt,
+    estimate_command,
+)
 
 app = typer.Typer(
     name="gpuscout",
@@ -167,6 +187,86 @@ def runs(
 
     with connect(_db(db), read_only=True) as con:
         render(run_named(con, "runs", {"limit": limit}), format, title="refresh runs")
+
+
+class Objective(StrEnum):
+    cost = "cost"
+    time = "time"
+    balanced = "balanced"
+
+
+class SpotPolicy(StrEnum):
+    allow = "allow"
+    prefer = "prefer"
+    forbid = "forbid"
+
+
+class TableOrJson(StrEnum):
+    table = "table"
+    json = "json"
+
+
+@app.command()
+def recommend(
+    model: ModelOpt = None, config: ConfigOpt = None, params: ParamsOpt = None,
+    method: MethodOpt = "lora", lora_rank: RankOpt = 16, lora_targets: TargetsOpt = "qv",
+    dtype: DtypeOpt = "bf16", quant: QuantOpt = "none", double_quant: DoubleQuantOpt = True,
+    optimizer: OptimizerOpt = "adamw", mixed_precision: MixedOpt = True,
+    batch_size: BatchOpt = 1, seq_len: SeqOpt = 2048, grad_accum: AccumOpt = 1,
+    grad_checkpointing: CheckpointOpt = True, flash_attention: FlashOpt = True,
+    chunked_loss: ChunkedOpt = False, offload: OffloadOpt = "none",
+    tokens: Annotated[float | None, typer.Option(
+        "--tokens", help="training tokens in total")] = None,
+    dataset_tokens: Annotated[float | None, typer.Option(
+        "--dataset-tokens", help="tokens in the dataset (with --epochs)")] = None,
+    epochs: Annotated[float | None, typer.Option("--epochs", min=0, help="passes over the "
+                                                  "dataset")] = None,
+    objective: Annotated[Objective, typer.Option("--objective")] = Objective.cost,
+    max_hours: Annotated[float | None, typer.Option("--max-hours", min=0)] = None,
+    spot: Annotated[SpotPolicy, typer.Option("--spot", help="spot offers")] = SpotPolicy.allow,
+    checkpoint_every: Annotated[float, typer.Option(
+        "--checkpoint-every", min=1, help="minutes between checkpoints")] = 30.0,
+    storage_gb: Annotated[float | None, typer.Option(
+        "--storage-gb", min=0, help="persistent storage during the run [default: base model "
+                                    "+ dataset + 2 checkpoints]")] = None,
+    provider: Annotated[list[str] | None, typer.Option("--provider", "-p")] = None,
+    region: Annotated[str | None, typer.Option("--region")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="also list cheaper offers that were rejected, and why")] = False,
+    db: DbOption = None,
+    format: Annotated[TableOrJson, typer.Option("--format")] = TableOrJson.table,
+) -> None:
+    """Rank the current offers by the whole cost (or time) of your fine-tuning run, with reasons.
+
+    The parallelism is chosen per offer (one GPU, DDP, ZeRO-2 or ZeRO-3 over its GPUs, more
+    nodes only on a fast fabric), so --gpus/--sharding of `estimate` do not apply here.
+    """
+    from pipeline.recommend import RecommendRequest, tokens_from_options
+    from pipeline.recommend import recommend as run_recommend
+    from pipeline.recommend_view import print_recommendation
+    from sizing.cli import job_from_options
+    from warehouse.connection import connect
+
+    arch, job, warnings = job_from_options(
+        model=model, config=config, params=params, method=method, lora_rank=lora_rank,
+        lora_targets=lora_targets, dtype=dtype, quant=quant, double_quant=double_quant,
+        optimizer=optimizer, mixed_precision=mixed_precision, batch_size=batch_size,
+        seq_len=seq_len, grad_accum=grad_accum, grad_checkpointing=grad_checkpointing,
+        flash_attention=flash_attention, chunked_loss=chunked_loss, offload="none")
+    if offload != "none":
+        job = job.model_copy(update={"offload": offload})
+    request = RecommendRequest(
+        tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective.value,
+        spot=spot.value, max_hours=max_hours, checkpoint_every_min=checkpoint_every,
+        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit)
+    with connect(_db(db), read_only=True) as con:
+        result = run_recommend(con, arch, job, request)
+    if format is TableOrJson.json:
+        typer.echo(json.dumps({**result.model_dump(mode="json"), "warnings": warnings},
+                              indent=1, default=str))
+    else:
+        print_recommendation(result, explain=explain, warnings=warnings)
 
 
 @gpus_app.callback()

@@ -117,3 +117,24 @@ def test_record_then_replay_gives_the_same_offers(tmp_path: Path) -> None:
     q = "select provider, offer_key, price_usd_per_hour from current_offers order by 1, 2"
     assert _json("sql", q, "--db", str(tmp_path / "a.duckdb")) == \
         _json("sql", q, "--db", str(tmp_path / "b.duckdb"))
+
+
+def test_recommend_on_the_bundled_snapshots(db: Path) -> None:
+    out = json.loads(_cli("recommend", "--model", "meta-llama/Llama-3.1-8B", "--method",
+                          "qlora", "--tokens", "1e8", "--limit", "5", "--db", str(db),
+                          "--format", "json"))
+    assert len(out["ranked"]) == 5 and out["offers_evaluated"] > 100
+    totals = [r["total_usd"] for r in out["ranked"]]
+    assert totals == sorted(totals)
+    assert all(r["reasons"] and r["rejected_because"] is None for r in out["ranked"])
+    table = _cli("recommend", "--model", "llama-3.1-8b", "--method", "qlora",
+                 "--dataset-tokens", "5e7", "--epochs", "2", "--spot", "forbid", "--explain",
+                 "--db", str(db))
+    assert "cheaper offers that were rejected" in table and "memory wall" in table
+
+
+def test_recommend_needs_a_training_volume(db: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "from pipeline.cli import main; main()",
+                           "recommend", "--model", "llama-3.1-8b", "--db", str(db)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "training volume" in proc.stderr

@@ -1,0 +1,44 @@
+"""The recommendation as a table with its reasons, for the terminal."""
+
+from __future__ import annotations
+
+from pipeline.output import console as make_console
+from pipeline.recommend import Recommendation
+
+
+def _shape(row: dict) -> str:
+    shape = f"{row['gpu_id']} ×{row['gpus_per_node']}"
+    return shape + (f" ×{row['nodes']} nodes" if row["nodes"] > 1 else "")
+
+
+def print_recommendation(rec: Recommendation, *, explain: bool, warnings: list[str]) -> None:
+    from rich.table import Table
+
+    out = make_console()
+    table = Table(title=f"{rec.model_id} · {rec.method} · {rec.tokens:,} tokens — "
+                        f"{len(rec.ranked)} best of {rec.offers_evaluated} offers",
+                  header_style="bold", show_lines=True)
+    for col in ("#", "provider", "machine", "pricing", "$/h", "hours", "billed h", "total $",
+                "why"):
+        table.add_column(col, overflow="fold")
+    for i, row in enumerate(rec.ranked, 1):
+        table.add_row(str(i), row["provider"], _shape(row), row["pricing_model"],
+                      f"{row['price_usd_per_hour']:.2f}", f"{row['expected_hours']:.2f}",
+                      f"{row['billed_hours']:.2f}", f"{row['total_usd']:.2f}",
+                      "\n".join(row["reasons"]))
+    out.print(table)
+    out.print(f"storage {rec.storage_gb:.1f} GB during the run, checkpoints "
+              f"{rec.checkpoint_gb:.2f} GB, final weights {rec.egress_gb:.2f} GB; "
+              f"{rec.shapes_evaluated} machine shapes sized", highlight=False)
+    for w in warnings:
+        out.print(f"- {w}", highlight=False)
+    if not rec.ranked:
+        out.print("[red]no offer can run this job[/red]: see --explain")
+    if explain:
+        rejected = Table(title="cheaper offers that were rejected", header_style="bold")
+        for col in ("provider", "offer", "$/h", "why not"):
+            rejected.add_column(col, overflow="fold")
+        for row in rec.rejected_cheaper:
+            rejected.add_row(row["provider"], row["offer_key"],
+                             f"{row['price_usd_per_hour']:.2f}", row["rejected_because"])
+        out.print(rejected)
