@@ -9,19 +9,29 @@ snapshots under `adapters/snapshots/`):
 
 A manifest entry keeps the redacted URL, the method, a hash of the request body (GraphQL POSTs
 share a URL), the status, selected response headers, the body's sha256 and when it was fetched.
+
+Bodies too big for memory (AWS's bulk price list runs to GBs) stay on disk: a `Capture` may hold
+`body_path` instead of `body`, readers use `Capture.open()` / `iter_lines()`, and the replay
+serves big archived files as a stream.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
+import shutil
+import uuid
+import weakref
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from adapters.errors import FetchError
 from adapters.redaction import redact_url
@@ -32,10 +42,37 @@ MANIFEST = "manifest.json"
 KEPT_HEADERS = ("content-type", "date", "etag", "last-modified", "retry-after",
                 "x-ratelimit-remaining", "x-ratelimit-reset")
 FETCHED_AT_EXTENSION = "gpuscout_fetched_at"
+# Set by ReplayTransport: the archived file a response comes from, so a streamed download can
+# read it in place instead of copying it.
+ARCHIVE_PATH_EXTENSION = "gpuscout_archive_path"
+STREAM_CHUNK = 1 << 20
+# Archived bodies above this size are replayed as a stream, their sha256 checked at the end.
+REPLAY_STREAM_MIN_BYTES = 8 << 20
+PART_SUFFIX = ".part"
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(STREAM_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _unlink_quietly(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+class _TemporaryBody:
+    """Deletes a temporary body file once no capture (or copy of one) refers to it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        weakref.finalize(self, _unlink_quietly, path)
 
 
 class ArchiveEntry(BaseModel):
@@ -53,7 +90,11 @@ class ArchiveEntry(BaseModel):
 
 
 class Capture(BaseModel):
-    """One recorded response: what parse() reads."""
+    """One recorded response: what parse() reads.
+
+    A small body is `body`; a streamed one (`HttpClient.download`) is the file `body_path`, with
+    `body` empty. `open()` and `iter_lines()` read either kind without loading a file whole.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -62,15 +103,44 @@ class Capture(BaseModel):
     method: str = "GET"
     status: int = 200
     headers: dict[str, str] = Field(default_factory=dict)
-    body: bytes
+    body: bytes = b""
     fetched_at: datetime
+    body_path: Path | None = Field(None, description="file holding a streamed body")
+    body_sha256: str | None = Field(None, description="sha256 of body_path, taken while written")
+    # Keeps a temporary body file alive as long as a capture refers to it.
+    _temporary: _TemporaryBody | None = PrivateAttr(default=None)
 
     @property
     def sha256(self) -> str:
-        return sha256(self.body)
+        if self.body_path is None:
+            return sha256(self.body)
+        return self.body_sha256 or sha256_file(self.body_path)
+
+    @property
+    def size(self) -> int:
+        return self.body_path.stat().st_size if self.body_path is not None else len(self.body)
+
+    def open(self) -> BinaryIO:
+        """The body as a binary file object (the caller closes it)."""
+        return self.body_path.open("rb") if self.body_path is not None else io.BytesIO(self.body)
+
+    def iter_lines(self, encoding: str = "utf-8") -> Iterator[str]:
+        """Text lines with their line endings, read lazily: what `csv.reader` wants."""
+        with self.open() as raw, io.TextIOWrapper(raw, encoding=encoding, newline="") as text:
+            yield from text
+
+    def read_bytes(self) -> bytes:
+        """The whole body in memory: only for bodies known to be small."""
+        return self.body_path.read_bytes() if self.body_path is not None else self.body
 
     def text(self) -> str:
-        return self.body.decode("utf-8", errors="replace")
+        return self.read_bytes().decode("utf-8", errors="replace")
+
+    def own_temporary_file(self) -> Capture:
+        """Delete `body_path` once this capture and its copies are gone (temp downloads)."""
+        assert self.body_path is not None
+        self._temporary = _TemporaryBody(self.body_path)
+        return self
 
 
 def _slug(url: str) -> str:
@@ -108,13 +178,26 @@ class ArchiveWriter:
     def __init__(self, root: Path) -> None:
         self.root = root
 
+    def part_path(self, provider: str) -> Path:
+        """A fresh file in the provider's folder for a body being streamed; `write` moves it."""
+        pdir = self.root / provider
+        pdir.mkdir(parents=True, exist_ok=True)
+        return pdir / f".{uuid.uuid4().hex}{PART_SUFFIX}"
+
     def write(self, capture: Capture, request_sha256: str | None = None) -> ArchiveEntry:
         pdir = self.root / capture.provider
         pdir.mkdir(parents=True, exist_ok=True)
         entries = read_manifest(pdir)
         name = (f"{len(entries):03d}_{_slug(capture.url)}"
                 f"{_extension(capture.headers.get('content-type'))}")
-        _write_atomic(pdir / name, capture.body)
+        if capture.body_path is None:
+            _write_atomic(pdir / name, capture.body)
+        elif capture.body_path.parent == pdir and capture.body_path.name.endswith(PART_SUFFIX):
+            os.replace(capture.body_path, pdir / name)  # our own streamed part: a rename
+        else:
+            tmp = pdir / f".{name}{PART_SUFFIX}"
+            shutil.copyfile(capture.body_path, tmp)
+            os.replace(tmp, pdir / name)
         entry = ArchiveEntry(url=capture.url, method=capture.method,
                              request_sha256=request_sha256, status=capture.status,
                              headers=capture.headers, file=name, sha256=capture.sha256,
@@ -162,13 +245,39 @@ class ReplayTransport(httpx.BaseTransport):
             raise FetchError("no recorded response for this request in the replay archive "
                              f"{self.root}", provider="replay", url=url, transient=False)
         pdir, entry = hit
-        content = (pdir / entry.file).read_bytes()
+        path = pdir / entry.file
+        extensions = {FETCHED_AT_EXTENSION: entry.fetched_at.isoformat(),
+                      ARCHIVE_PATH_EXTENSION: str(path)}
+        if path.stat().st_size >= REPLAY_STREAM_MIN_BYTES:
+            return httpx.Response(entry.status, headers=entry.headers, request=request,
+                                  stream=_VerifiedFileStream(path, entry, url),
+                                  extensions=extensions)
+        content = path.read_bytes()
         if sha256(content) != entry.sha256:
             raise FetchError(f"archived body {entry.file} does not match its sha256",
                              provider=pdir.name, url=url, transient=False)
         return httpx.Response(entry.status, headers=entry.headers, content=content,
-                              request=request,
-                              extensions={FETCHED_AT_EXTENSION: entry.fetched_at.isoformat()})
+                              request=request, extensions=extensions)
+
+
+class _VerifiedFileStream(httpx.SyncByteStream):
+    """An archived file served in chunks; a body that does not match its sha256 fails at the end
+    of the stream, before the reader can take it as complete."""
+
+    def __init__(self, path: Path, entry: ArchiveEntry, url: str) -> None:
+        self.path = path
+        self.entry = entry
+        self.url = url
+
+    def __iter__(self) -> Iterator[bytes]:
+        digest = hashlib.sha256()
+        with self.path.open("rb") as f:
+            while chunk := f.read(STREAM_CHUNK):
+                digest.update(chunk)
+                yield chunk
+        if digest.hexdigest() != self.entry.sha256:
+            raise FetchError(f"archived body {self.entry.file} does not match its sha256",
+                             provider=self.path.parent.name, url=self.url, transient=False)
 
 
 def now_utc() -> datetime:

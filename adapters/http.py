@@ -2,24 +2,33 @@
 
 Adapters call `client.get(...)` / `client.post_json(...)` and receive a `Capture`. The same code
 runs live (httpx's default transport) and offline (`ReplayTransport`), and every final response
-is written to the raw archive when a writer is attached.
+is written to the raw archive when a writer is attached. `client.download(...)` is the same GET
+for bodies too big for memory: streamed to disk while hashed, in constant memory.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from adapters.archive import (
+    ARCHIVE_PATH_EXTENSION,
     FETCHED_AT_EXTENSION,
     KEPT_HEADERS,
+    PART_SUFFIX,
+    STREAM_CHUNK,
     ArchiveWriter,
     Capture,
     now_utc,
@@ -57,6 +66,16 @@ def _retry_after_seconds(response: httpx.Response | None) -> float | None:
 class _RetryableStatus(Exception):
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
+
+
+@dataclass(frozen=True)
+class _StreamedBody:
+    path: Path
+    sha256: str
+    temporary: bool  # a temp file of ours, deleted with the last capture that refers to it
+
+
+_T = TypeVar("_T")
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -102,6 +121,25 @@ class HttpClient:
         hdrs = {"Content-Type": "application/json", **(headers or {})}
         return self._request("POST", url, params=params, headers=hdrs, content=content)
 
+    def download(self, url: str, *, params: Mapping[str, Any] | None = None,
+                 headers: Mapping[str, str] | None = None) -> Capture:
+        """GET a body of any size without holding it in memory: the capture's `body_path`.
+
+        The body is streamed in chunks to the archive when recording (it is the archived file),
+        else to a temporary file deleted once no capture refers to it; a replayed archive file
+        is read in place. Retries, statuses and errors are those of `get`; a body cut short is
+        retried like any truncated response.
+        """
+        request = self._client.build_request("GET", url, params=params, headers=headers)
+        shown_url = redact_url(str(request.url), self.secrets)
+        response, body = self._with_retries(self._download_once, request, shown_url, "GET",
+                                            None)
+        if body is None:  # an error status: its (small) body was read and is archived as usual
+            self._record(response, shown_url, "GET", None)
+            raise FetchError(f"HTTP {response.status_code}", provider=self.provider,
+                             url=shown_url, transient=False, status=response.status_code)
+        return self._record_streamed(response, shown_url, body)
+
     # -- internals -------------------------------------------------------------------------
 
     def _wait(self, state: RetryCallState) -> float:
@@ -117,11 +155,21 @@ class HttpClient:
         request = self._client.build_request(method, url, params=params, headers=headers,
                                              content=content)
         shown_url = redact_url(str(request.url), self.secrets)
+        response = self._with_retries(self._send_once, request, shown_url, method, content)
+        capture = self._record(response, shown_url, method, content)
+        if response.status_code >= 400:
+            raise FetchError(f"HTTP {response.status_code}", provider=self.provider,
+                             url=shown_url, transient=False, status=response.status_code)
+        return capture
+
+    def _with_retries(self, send: Callable[[httpx.Request], _T], request: httpx.Request,
+                      shown_url: str, method: str, content: bytes | None) -> _T:
+        """`send(request)` with the retry policy; what is left after the last try raises."""
         retrying = Retrying(retry=retry_if_exception(_is_transient),
                             stop=stop_after_attempt(self.max_attempts), wait=self._wait,
                             sleep=self._sleep, reraise=True)
         try:
-            response = retrying(self._send_once, request)
+            return retrying(send, request)
         except _RetryableStatus as exc:
             response = exc.response
             self._record(response, shown_url, method, content)
@@ -134,11 +182,6 @@ class HttpClient:
                              provider=self.provider, url=shown_url, transient=True) from None
         except AdapterError:
             raise
-        capture = self._record(response, shown_url, method, content)
-        if response.status_code >= 400:
-            raise FetchError(f"HTTP {response.status_code}", provider=self.provider,
-                             url=shown_url, transient=False, status=response.status_code)
-        return capture
 
     def _send_once(self, request: httpx.Request) -> httpx.Response:
         self.requests_made += 1
@@ -147,6 +190,62 @@ class HttpClient:
         if response.status_code in TRANSIENT_STATUS:
             raise _RetryableStatus(response)
         return response
+
+    def _download_once(self, request: httpx.Request) -> tuple[httpx.Response,
+                                                               _StreamedBody | None]:
+        self.requests_made += 1
+        response = self._client.send(request, stream=True)
+        try:
+            if response.status_code >= 400:
+                response.read()
+                if response.status_code in TRANSIENT_STATUS:
+                    raise _RetryableStatus(response)
+                return response, None
+            archived = response.extensions.get(ARCHIVE_PATH_EXTENSION)
+            if archived and self.recorder is None:
+                # A replay: the archived file is the body. Streaming it through still checks
+                # its sha256 (the replay stream fails at the end on a mismatch).
+                digest = hashlib.sha256()
+                for chunk in response.iter_bytes(STREAM_CHUNK):
+                    digest.update(chunk)
+                return response, _StreamedBody(Path(archived), digest.hexdigest(), False)
+            target = self._new_body_file()
+            try:
+                digest = hashlib.sha256()
+                with target.open("wb") as out:
+                    # iter_bytes undoes any Content-Encoding, so the file is the decoded body;
+                    # a connection cut short raises here (httpx.RemoteProtocolError: retried).
+                    for chunk in response.iter_bytes(STREAM_CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+            except BaseException:
+                target.unlink(missing_ok=True)
+                raise
+            return response, _StreamedBody(target, digest.hexdigest(), self.recorder is None)
+        finally:
+            response.close()
+
+    def _new_body_file(self) -> Path:
+        if self.recorder is not None:
+            return self.recorder.part_path(self.provider)
+        fd, name = tempfile.mkstemp(prefix=f"gpuscout-{self.provider}-", suffix=PART_SUFFIX)
+        os.close(fd)
+        return Path(name)
+
+    def _record_streamed(self, response: httpx.Response, shown_url: str,
+                         body: _StreamedBody) -> Capture:
+        fetched = response.extensions.get(FETCHED_AT_EXTENSION)
+        kept = {k: v for k, v in response.headers.items() if k.lower() in KEPT_HEADERS}
+        capture = Capture(provider=self.provider, url=shown_url, method="GET",
+                          status=response.status_code,
+                          headers=redact_headers(kept, self.secrets), body_path=body.path,
+                          body_sha256=body.sha256,
+                          fetched_at=datetime.fromisoformat(fetched) if fetched else now_utc())
+        if self.recorder is not None:
+            entry = self.recorder.write(capture)
+            return capture.model_copy(
+                update={"body_path": self.recorder.root / self.provider / entry.file})
+        return capture.own_temporary_file() if body.temporary else capture
 
     def _record(self, response: httpx.Response, shown_url: str, method: str,
                 content: bytes | None) -> Capture:

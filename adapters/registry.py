@@ -12,6 +12,7 @@ SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
 
 # provider name (as in the warehouse, the alias table and the CLI) -> module in adapters/
 PROVIDERS: dict[str, str] = {
+    "aws": "aws",
     "azure": "azure",
     "coreweave": "coreweave",
     "crusoe": "crusoe",

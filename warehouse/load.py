@@ -84,13 +84,11 @@ def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: 
         con.execute(statement("stage_offers"))
     finally:
         con.unregister("incoming")
-    latest = con.execute(statement("latest_observation"), [provider]).fetchone()
-    if offers.num_rows and latest and latest[0] is not None:
-        oldest_incoming = con.execute("SELECT min(observed_at) FROM stage").fetchone()
-        if oldest_incoming and oldest_incoming[0] < latest[0]:
-            raise OutOfOrderError(
-                f"{provider}: data observed at {oldest_incoming[0]:%Y-%m-%d %H:%M} is older than "
-                f"the stored state ({latest[0]:%Y-%m-%d %H:%M}); refusing to rewrite history")
+    older = con.execute(statement("older_than_stored"), [provider]).fetchone()
+    if offers.num_rows and older:
+        raise OutOfOrderError(
+            f"{provider}: data observed at {older[0]:%Y-%m-%d %H:%M} is older than "
+            f"the stored state ({older[1]:%Y-%m-%d %H:%M}); refusing to rewrite history")
     row = con.execute(statement("merge_counts"), [provider]).fetchone()
     assert row is not None
     new, changed, unchanged, vanished = (int(x) for x in row)

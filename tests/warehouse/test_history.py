@@ -95,6 +95,22 @@ def test_older_observation_is_refused_and_nothing_changes(con) -> None:
     assert con.execute("SELECT * FROM offer_versions").fetchall() == before
 
 
+def test_a_refresh_spanning_two_capture_times_can_be_loaded_again(con) -> None:
+    # One provider refresh from two sources captured at different times (AWS: price list and
+    # spot feed), loaded twice: the same data again is not "older than the stored state".
+    offers = [make_offer("a", observed_at=T0), make_offer("b", observed_at=T0 + timedelta(days=9))]
+    _load(con, offers)
+    _load(con, offers)
+    assert _count(con, "valid_to IS NULL") == 2
+
+
+def test_an_offer_older_than_its_stored_self_is_refused(con) -> None:
+    _load(con, [make_offer("a", observed_at=T0 + timedelta(days=5))])
+    with pytest.raises(OutOfOrderError, match="older than the stored state"):
+        _load(con, [make_offer("a", price=1.0, observed_at=T0),
+                    make_offer("b", observed_at=T0 + timedelta(days=9))])
+
+
 def test_failed_merge_rolls_back_everything(con) -> None:
     _load(con, [make_offer("a")], run="r1")
     before = con.execute("SELECT * FROM offer_versions").fetchall()

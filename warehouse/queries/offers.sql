@@ -5,7 +5,8 @@ SELECT
     pricing_model, price_usd_per_gpu_hour, price_usd_per_hour,
     price_usd_per_hour / nullif(vram_gb * gpu_count, 0) AS price_usd_per_vram_gb_hour,
     region, geography, availability, available_count, instance_type, gpu_label, offer_key,
-    price_kind, currency, price_per_hour, observed_at, stale
+    price_kind, currency, price_per_hour, observed_at, stale,
+    provider_data->>'interruption_band' AS interruption
 FROM current_offers
 WHERE ($gpu IS NULL OR gpu_id = lower($gpu) OR gpu_id LIKE lower($gpu) || '-%')
   AND ($min_vram IS NULL OR vram_gb >= $min_vram)

@@ -1,0 +1,436 @@
+"""adapters/aws.py on the bundled price-list chain, spot feed and Spot Advisor, and on fixtures."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+
+from adapters import aws
+from adapters.archive import Capture, ReplayTransport, load_captures
+from adapters.errors import ParseError
+from adapters.http import HttpClient
+from adapters.registry import SNAPSHOTS_DIR
+from pipeline.catalog import Resolved, Unknown, load_catalog
+from pipeline.models import NetworkFabric, ParsedOffer, ParseResult, PriceKind, PricingModel
+
+SNAP = SNAPSHOTS_DIR / "aws"
+FIX = FIXTURES / "aws"
+OFFER_INDEX = "offers_service_index_2025-09-12.json"
+REGION_INDEX = "region_index_AmazonEC2_2025-05-23_us-east-1.json"
+US_EAST_1 = "ec2_offer_us-east-1_assembled_2024-05-28.csv"
+SPOT = "spot_price_feed_spotjson_3region_subset.json"
+ADVISOR = "spot_advisor_data_2025-06-28.json"
+SAMPLE = "ec2_offer_index_csv_sample_2025-09-12.csv"
+FULL_REGION_INDEX = "region_index_AmazonEC2_2025-05-23.json"
+SHARED_SPOT = "spot_price_feed_spotjs_af-south-1_subset.json"
+P4D_JSON = "ec2_offer_us-east-1_p4d_excerpt_opencost_2024-05-28.json"
+ALL = (OFFER_INDEX, REGION_INDEX, US_EAST_1, SPOT, ADVISOR)
+SPOT_SEEN = datetime(2026, 8, 10, 6, 54, 2, tzinfo=UTC)
+SPOT_URL = "https://website.spot.ec2.aws.a2z.com/spot.json"
+# GPU and accelerator sizes in the bundled spot feed with no alias row: AMD Radeon (g4ad),
+# T4G (g5g), fractional L4 (g6f), RTX PRO 6000 with no per-size count (g7e), Inferentia,
+# Trainium. Each is a reject with its reason, never an offer.
+EXPECTED_UNKNOWN = frozenset({"g4ad.xlarge", "g5g.xlarge", "g6f.xlarge", "g7e.2xlarge",
+                              "inf1.24xlarge", "inf2.xlarge", "trn1.32xlarge"})
+
+
+def _caps(*files: str, folder: Path = SNAP) -> list[Capture]:
+    return [load_capture(folder, f) for f in files]
+
+
+def _parse(*files: str) -> ParseResult:
+    return aws.parse(_caps(*files))
+
+
+def _mutated(file: str, old: str, new: str, folder: Path = SNAP) -> Capture:
+    """A recorded body with one string replaced: how a format change (or a filter case) looks."""
+    capture = load_capture(folder, file)
+    assert capture.body.count(old.encode()) >= 1, old
+    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+
+
+def _by_key(result: ParseResult) -> dict[str, ParsedOffer]:
+    return {o.offer_key: o for o in result.offers}
+
+
+class TestAwsInvariants(OfferInvariants):
+    NAME = "aws"
+    EXPECTED_UNKNOWN = frozenset()  # every offer's label resolves; the unknown ones are rejects
+
+    @pytest.fixture(params=[ALL, (US_EAST_1,), (SPOT, ADVISOR)],
+                    ids=["bundled chain", "us-east-1 csv", "spot feed"])
+    def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
+        return _parse(*request.param).offers
+
+
+# -- the bundled chain ------------------------------------------------------------------------
+
+
+def test_bundled_chain_counts_and_completeness() -> None:
+    result = _parse(*ALL)
+    on_demand = [o for o in result.offers if o.pricing_model is PricingModel.ON_DEMAND]
+    spot = [o for o in result.offers if o.pricing_model is PricingModel.SPOT]
+    assert (len(on_demand), len(spot), len(result.rejects)) == (1, 33, 7)
+    assert result.complete is True
+    assert {o.price_kind for o in on_demand} == {PriceKind.LISTED}
+    assert {o.price_kind for o in spot} == {PriceKind.OBSERVED}
+    assert {o.region for o in spot} == {"af-south-1", "us-east-1", "us-west-2"}
+
+
+def test_p4d_on_demand_offer_in_full() -> None:
+    offer = _by_key(_parse(*ALL))["us-east-1|p4d.24xlarge|on_demand"]
+    assert offer.model_dump() == {
+        "provider": "aws", "offer_key": "us-east-1|p4d.24xlarge|on_demand",
+        "instance_type": "p4d.24xlarge", "gpu_label": "p4d.24xlarge", "gpu_count": 8.0,
+        "vram_gb_per_gpu": None,  # the price list says "NA"; the catalog knows 40 GB
+        "pricing_model": PricingModel.ON_DEMAND, "price_per_hour": 32.7726, "currency": "USD",
+        "price_kind": PriceKind.LISTED, "region": "us-east-1", "zone": None, "vcpus": 96.0,
+        "ram_gb": 1237.0,  # 1152 GiB
+        "disk_gb": 8000.0,  # 8 x 1000 SSD
+        "interconnect": None, "interconnect_gbps": None,
+        "network": NetworkFabric.EFA, "network_gbps": 400.0, "billing_increment_s": None,
+        "availability": "unknown", "available_count": None,
+        "source_url": "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/"
+                      "20250523232744/us-east-1/index.csv",
+        "observed_at": datetime(2024, 5, 28, 20, 35, 22, tzinfo=UTC),
+        "provider_data": {
+            "sku": "H7NGEAC6UEHNTKSJ", "rate_code": "H7NGEAC6UEHNTKSJ.JRTCKXETXF.6YS6EN2CT7",
+            "effective_date": "2024-05-01", "location": "US East (N. Virginia)",
+            "network_performance": "400 Gigabit", "memory": "1152 GiB",
+            "storage": "8 x 1000 SSD", "offer_version": "20250912225308",
+            "publication_date": "2025-09-12T22:53:08Z",
+        },
+    }
+
+
+def test_capacity_block_and_rhel_rows_are_filtered_not_rejected() -> None:
+    result = _parse(US_EAST_1)
+    assert [o.offer_key for o in result.offers] == ["us-east-1|p4d.24xlarge|on_demand"]
+    assert result.rejects == []
+    assert result.complete is False  # no region index, no spot feed: nothing proves the whole
+
+
+def test_spot_prices_with_their_interruption_signal() -> None:
+    offers = _by_key(_parse(*ALL))
+    expected = {  # key -> (price, GPUs, band, savings %)
+        "us-east-1|p5.48xlarge|spot": (19.4933, 8, ">20%", 52),
+        "us-west-2|p5.48xlarge|spot": (19.9678, 8, "5-10%", 46),
+        "us-east-1|p5.4xlarge|spot": (2.6295, 1, None, None),  # not in the 2025-06 advisor
+        "us-west-2|p5.4xlarge|spot": (2.6295, 1, None, None),
+        "us-east-1|p5en.48xlarge|spot": (27.0749, 8, "<5%", 64),
+        "us-west-2|p5e.48xlarge|spot": (24.8776, 8, None, None),
+        "us-east-1|p4d.24xlarge|spot": (14.2313, 8, "10-15%", 67),
+        "us-west-2|p6-b300.48xlarge|spot": (51.4782, 8, None, None),
+        "us-east-1|g4dn.xlarge|spot": (0.3196, 1, "15-20%", 64),
+        "af-south-1|g4dn.12xlarge|spot": (0.9625, 4, "<5%", 87),
+        "af-south-1|g4dn.metal|spot": (10.381, 8, "<5%", 83),
+    }
+    got = {k: (offers[k].price_per_hour, offers[k].gpu_count,
+               offers[k].provider_data["interruption_band"],
+               offers[k].provider_data["savings_pct"]) for k in expected}
+    assert got == expected
+    p5 = offers["us-east-1|p5.48xlarge|spot"]
+    assert (p5.region, p5.pricing_model, p5.price_kind, p5.currency) == (
+        "us-east-1", PricingModel.SPOT, PriceKind.OBSERVED, "USD")
+    assert (p5.network, p5.network_gbps) == (NetworkFabric.EFA, 3200.0)
+    assert (p5.source_url, p5.observed_at) == (SPOT_URL, SPOT_SEEN)
+    # The spot offer borrows the machine's specs only where the price list described it.
+    assert offers["us-east-1|p4d.24xlarge|spot"].vcpus == 96.0
+    assert p5.vcpus is None
+
+
+def test_spot_rejects_and_their_reasons() -> None:
+    rejects = {r.offer_key: r.reason for r in _parse(*ALL).rejects}
+    assert rejects == {
+        f"{region}|{t}|spot": f"{t}: no alias row, so no GPU model or count"
+        for region, t in [("af-south-1", "inf1.24xlarge"), ("us-east-1", "g4ad.xlarge"),
+                          ("us-east-1", "g5g.xlarge"), ("us-east-1", "g6f.xlarge"),
+                          ("us-east-1", "g7e.2xlarge"), ("us-east-1", "inf2.xlarge"),
+                          ("us-east-1", "trn1.32xlarge")]
+    }
+
+
+def test_sizes_the_feed_lists_twice_at_one_price_are_one_offer() -> None:
+    keys = [o.offer_key for o in _parse(SPOT).offers]
+    assert keys.count("us-east-1|g6.12xlarge|spot") == 1
+    assert keys.count("us-west-2|p4de.24xlarge|spot") == 1
+
+
+def test_a_size_listed_twice_at_two_prices_is_rejected_whole() -> None:
+    spot = _mutated(SPOT, '{"size":"g6.12xlarge","valueColumns":[{"name":"linux","prices":'
+                          '{"USD":"2.846"}}', '{"size":"g6.12xlarge","valueColumns":[{"name":'
+                          '"linux","prices":{"USD":"2.999"}}')
+    # replace() changed both duplicates; put the first back to make them disagree
+    body = spot.body.replace(b'"USD":"2.999"', b'"USD":"2.846"', 1)
+    result = aws.parse([spot.model_copy(update={"body": body})])
+    assert "us-east-1|g6.12xlarge|spot" not in _by_key(result)
+    reasons = [r.reason for r in result.rejects if r.offer_key == "us-east-1|g6.12xlarge|spot"]
+    assert reasons == ["the source gives this offer two different prices"] * 2
+
+
+def test_a_size_without_a_linux_spot_price_is_rejected() -> None:
+    spot = _mutated(SPOT, '{"size":"p3.2xlarge","valueColumns":[{"name":"linux","prices":'
+                          '{"USD":"0.5509"}}', '{"size":"p3.2xlarge","valueColumns":[{"name":'
+                          '"linux","prices":{"USD":"N/A*"}}')
+    rejects = {r.offer_key: r.reason for r in aws.parse([spot]).rejects}
+    assert rejects["us-east-1|p3.2xlarge|spot"] == "no Linux spot price ('N/A*')"
+
+
+def test_the_legacy_jsonp_wrapper_is_accepted() -> None:
+    plain = load_capture(SNAP, SPOT)
+    wrapped = plain.model_copy(update={"body": b"callback(" + plain.body + b");"})
+    assert aws.parse([wrapped]).offers == aws.parse([plain]).offers
+
+
+def test_without_spot_advisor_the_offers_stay_and_carry_no_band() -> None:
+    result = _parse(OFFER_INDEX, REGION_INDEX, US_EAST_1, SPOT)
+    assert result.complete is True  # the advisor annotates; no offer depends on it
+    assert len(result.offers) == 34
+    assert {o.provider_data.get("interruption_band") for o in result.offers} == {None}
+
+
+def test_without_the_region_file_or_the_spot_feed_the_refresh_is_incomplete() -> None:
+    assert _parse(OFFER_INDEX, REGION_INDEX, SPOT, ADVISOR).complete is False
+    assert _parse(OFFER_INDEX, REGION_INDEX, US_EAST_1, ADVISOR).complete is False
+    # The full index lists 101 regions: one region file is not the whole price list.
+    full = load_capture(FIX, FULL_REGION_INDEX)
+    assert aws.parse([full, *_caps(US_EAST_1, SPOT, ADVISOR)]).complete is False
+
+
+# -- the real global CSV sample ---------------------------------------------------------------
+
+
+def test_global_csv_sample_has_no_kept_row() -> None:
+    # 44 real rows: reserved terms, Windows/RHEL/SUSE, dedicated hosts, capacity reservations.
+    # The one GPU row (g5.48xlarge) is Dedicated, SUSE and UnusedCapacityReservation.
+    result = aws.parse(_caps(SAMPLE, folder=FIX))
+    assert (result.offers, result.rejects) == ([], [])
+
+
+G5_ROW_FILTER_FIELDS = ('"Dedicated",,"SUSE"', '"Shared",,"Linux"')
+G5_CAPACITY = ('"APS2-UnusedDed:g5.48xlarge","RunInstances:000g","NA",'
+               '"UnusedCapacityReservation"',
+               '"APS2-UnusedDed:g5.48xlarge","RunInstances:000g","NA","Used"')
+
+
+def _g5_made_shared_linux(instance_type: str = "g5.48xlarge") -> Capture:
+    """The sample's g5.48xlarge row moved through the filter (tenancy, OS, capacity status)."""
+    capture = _mutated(SAMPLE, *G5_ROW_FILTER_FIELDS, folder=FIX)
+    body = capture.body.replace(G5_CAPACITY[0].encode(), G5_CAPACITY[1].encode())
+    body = body.replace(b'"AWS Region","g5.48xlarge"',
+                        f'"AWS Region","{instance_type}"'.encode())
+    return capture.model_copy(update={"body": body})
+
+
+def test_a_gpu_row_that_passes_the_filter_becomes_an_offer() -> None:
+    result = aws.parse([_g5_made_shared_linux()])
+    (offer,) = result.offers
+    assert (offer.offer_key, offer.price_per_hour, offer.gpu_count, offer.vram_gb_per_gpu,
+            offer.region, offer.vcpus, offer.ram_gb, offer.disk_gb) == (
+        "ap-southeast-2|g5.48xlarge|on_demand", 21.30264, 8.0, 24.0,  # 192 GB over 8 GPUs
+        "ap-southeast-2", 192.0, 824.6, 7600.0)  # 768 GiB; 2 x 3800 GB NVMe SSD
+    assert offer.network is None  # "100 Gigabit", but no AWS document on EFA in the table
+
+
+def test_a_gpu_instance_without_alias_keeps_aws_count_and_its_own_label() -> None:
+    # The same row relabelled to a type the alias table lacks: AWS's own "GPU" column counts.
+    (offer,) = aws.parse([_g5_made_shared_linux("g4ad.16xlarge")]).offers
+    assert (offer.gpu_label, offer.gpu_count) == ("g4ad.16xlarge", 8.0)
+    assert isinstance(load_catalog().resolve("aws", offer.gpu_label), Unknown)
+
+
+def test_a_cpu_row_that_passes_the_filter_is_not_an_offer() -> None:
+    # The sample's us-east-1 c5d.2xlarge row with RHEL made Linux and its software NA.
+    capture = _mutated(SAMPLE, '"Shared",,"RHEL"', '"Shared",,"Linux"', folder=FIX)
+    body = capture.body.replace(b'"OnDemand","16",,"SQL Web"', b'"OnDemand","16",,"NA"')
+    result = aws.parse([capture.model_copy(update={"body": body})])
+    assert (result.offers, result.rejects) == ([], [])
+
+
+def test_bundled_p4d_rows_carry_the_json_excerpt_values() -> None:
+    doc = json.loads((FIX / P4D_JSON).read_bytes())
+    lines = (SNAP / US_EAST_1).read_text().splitlines()
+    header = next(csv.reader([lines[5]]))
+    rows = [dict(zip(header, r, strict=True)) for r in csv.reader(lines[7:])]
+    assert [r["SKU"] for r in rows] == list(doc["products"])
+    for row in rows:
+        attrs = doc["products"][row["SKU"]]["attributes"]
+        assert (row["Instance Type"], row["Tenancy"], row["CapacityStatus"],
+                row["MarketOption"], row["Region Code"], row["GPU"]) == (
+            attrs["instanceType"], attrs["tenancy"], attrs["capacitystatus"],
+            attrs["marketoption"], attrs["regionCode"], attrs["gpu"])
+        (term,) = doc["terms"]["OnDemand"][row["SKU"]].values()
+        (dim,) = term["priceDimensions"].values()
+        assert (row["RateCode"], row["PricePerUnit"]) == (dim["rateCode"],
+                                                          dim["pricePerUnit"]["USD"])
+
+
+# -- wrong shapes ------------------------------------------------------------------------------
+
+
+def test_a_renamed_csv_column_is_a_parse_error() -> None:
+    capture = _mutated(US_EAST_1, '"PricePerUnit"', '"Price Per Unit"')
+    with pytest.raises(ParseError) as err:
+        aws.parse([capture])
+    assert err.value.field == "PricePerUnit"
+
+
+def test_a_csv_without_header_is_a_parse_error() -> None:
+    capture = load_capture(SNAP, US_EAST_1).model_copy(update={"body": b'{"products": {}}'})
+    with pytest.raises(ParseError) as err:
+        aws.parse([capture])
+    assert err.value.field == "SKU"
+
+
+def test_a_spot_feed_that_is_not_json_is_a_parse_error() -> None:
+    capture = load_capture(SNAP, SPOT).model_copy(update={"body": b"<html>Access Denied</html>"})
+    with pytest.raises(ParseError, match="not JSON"):
+        aws.parse([capture])
+
+
+def test_a_renamed_spot_feed_field_is_a_parse_error() -> None:
+    with pytest.raises(ParseError) as err:
+        aws.parse([_mutated(SPOT, '"regions":', '"regionList":')])
+    assert err.value.field == "config.regions"
+    with pytest.raises(ParseError) as err:
+        aws.parse([_mutated(SPOT, '"size":', '"instanceType":')])
+    assert err.value.field == "size"
+
+
+def test_a_renamed_advisor_field_is_a_parse_error() -> None:
+    with pytest.raises(ParseError) as err:
+        aws.parse([*_caps(SPOT), _mutated(ADVISOR, '"ranges":', '"bands":')])
+    assert err.value.field == "ranges"
+
+
+def test_index_shapes_are_checked() -> None:
+    with pytest.raises(ParseError) as err:
+        aws.parse([_mutated(REGION_INDEX, '"regions" :', '"areas" :')])
+    assert err.value.field == "regions"
+    with pytest.raises(ParseError) as err:
+        aws.fetch(_FixedClient(_mutated(OFFER_INDEX, '"AmazonEC2" :', '"AmazonEC2x" :')), {})
+    assert err.value.field == "offers.AmazonEC2.currentRegionIndexUrl"
+
+
+def test_a_capture_of_no_known_kind_is_a_parse_error() -> None:
+    capture = load_capture(SNAP, SPOT).model_copy(update={"url": "https://example.test/x"})
+    with pytest.raises(ParseError, match="no known kind"):
+        aws.parse([capture])
+
+
+class _FixedClient:
+    """Stands in for HttpClient where only the first response matters."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+
+    def get(self, url: str) -> Capture:
+        return self.capture
+
+
+# -- labels, data tables -----------------------------------------------------------------------
+
+
+def _raw_gpu_labels() -> set[str]:
+    labels = set()
+    for folder, name in ((SNAP, SPOT), (FIX, SHARED_SPOT)):
+        doc = json.loads((folder / name).read_bytes())
+        labels |= {s["size"] for r in doc["config"]["regions"] for g in r["instanceTypes"]
+                   if "gpu" in g["type"].lower() for s in g["sizes"]}
+    for folder, name in ((SNAP, US_EAST_1), (FIX, SAMPLE)):
+        lines = (folder / name).read_text().splitlines()
+        header = next(csv.reader([lines[5]]))
+        labels |= {row["Instance Type"] for row in csv.DictReader(lines[6:], fieldnames=header)
+                   if row["Instance Family"] == "GPU instance"}
+    return labels
+
+
+def test_every_raw_gpu_label_resolves_or_is_known_unknown() -> None:
+    catalog = load_catalog()
+    expected = {  # the GPU sizes of the snapshots and fixtures -> canonical GPU
+        "g4dn.12xlarge": "t4-16gb", "g4dn.16xlarge": "t4-16gb", "g4dn.2xlarge": "t4-16gb",
+        "g4dn.4xlarge": "t4-16gb", "g4dn.8xlarge": "t4-16gb", "g4dn.metal": "t4-16gb",
+        "g4dn.xlarge": "t4-16gb", "g5.48xlarge": "a10g-24gb", "g5.xlarge": "a10g-24gb",
+        "g6.12xlarge": "l4-24gb", "g6e.xlarge": "l40s-48gb", "gr6.4xlarge": "l4-24gb",
+        "p3.2xlarge": "v100-sxm2-16gb", "p4d.24xlarge": "a100-sxm-40gb",
+        "p4de.24xlarge": "a100-sxm-80gb", "p5.48xlarge": "h100-sxm-80gb",
+        "p5.4xlarge": "h100-sxm-80gb", "p5e.48xlarge": "h200-sxm-141gb",
+        "p5en.48xlarge": "h200-sxm-141gb", "p6-b200.48xlarge": "b200-sxm-180gb",
+        "p6-b300.48xlarge": "b300-sxm-288gb",
+    }
+    resolved, unknown = {}, set()
+    for label in _raw_gpu_labels():
+        res = catalog.resolve("aws", label)
+        if isinstance(res, Resolved):
+            resolved[label] = res.gpu_id
+        else:
+            unknown.add(label)
+    assert resolved == expected
+    assert unknown == EXPECTED_UNKNOWN
+
+
+def test_network_table_rows_are_sourced_efa_rows() -> None:
+    with aws.NETWORK_CSV.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["instance_type"]: (r["network"], float(r["network_gbps"])) for r in rows} == {
+        "p4d.24xlarge": ("EFA", 400.0), "p5.48xlarge": ("EFA", 3200.0),
+        "p5e.48xlarge": ("EFA", 3200.0), "g6e.48xlarge": ("EFA", 400.0)}
+    assert all(r["source"].startswith(("https://docs.aws.amazon.com/", "https://aws.amazon.com/"))
+               for r in rows)
+
+
+def test_line_needles_are_the_quoted_row_filter_values() -> None:
+    assert set(aws.LINE_NEEDLES) == {f'"{v}"' for v in aws.ROW_FILTER.values() if v != "NA"}
+
+
+# -- fetch -------------------------------------------------------------------------------------
+
+
+def test_offline_fetch_replays_the_bundled_chain() -> None:
+    with HttpClient(aws.NAME, transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
+        captures = aws.fetch(client, {})
+        assert client.requests_made == 5
+    assert [c.url for c in captures] == [
+        "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/index.json",
+        "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/"
+        "region_index.json",
+        "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/20250523232744/"
+        "us-east-1/index.csv",
+        SPOT_URL,
+        "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json",
+    ]
+    region_file = captures[2]
+    assert region_file.body_path == SNAP / US_EAST_1  # streamed, read in place, not copied
+    assert region_file.body == b""
+    assert aws.parse(captures) == aws.parse(load_captures(SNAPSHOTS_DIR, aws.NAME))
+
+
+class _MissingRegionFile(httpx.BaseTransport):
+    """The bundled replay, except that the region file answers 404."""
+
+    def __init__(self) -> None:
+        self.replay = ReplayTransport(SNAPSHOTS_DIR)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/index.csv"):
+            return httpx.Response(404, request=request)
+        return self.replay.handle_request(request)
+
+
+def test_a_region_that_cannot_be_read_is_skipped_and_the_refresh_incomplete(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="adapters.aws"), \
+            HttpClient(aws.NAME, transport=_MissingRegionFile()) as client:
+        captures = aws.fetch(client, {})
+    assert len(captures) == 4
+    assert "region us-east-1 not read" in caplog.text
+    result = aws.parse(captures)
+    assert result.complete is False
+    assert {o.pricing_model for o in result.offers} == {PricingModel.SPOT}
