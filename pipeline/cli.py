@@ -145,8 +145,8 @@ def offers(
         shown = {"provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
                  "interconnect": "link", "pricing_model": "pricing",
                  "price_usd_per_gpu_hour": "$/gpu-h", "price_usd_per_hour": "$/h",
-                 "region": "region", "availability": "avail", "observed_at": "observed",
-                 "stale": "stale"}
+                 "region": "region", "availability": "avail", "interruption": "interrupt",
+                 "observed_at": "observed", "stale": "stale"}
         import pyarrow.compute as pc
 
         # An unknown GPU shows the provider's label rather than an empty cell.
@@ -172,6 +172,34 @@ def sql(
 
     with connect(_db(db), read_only=True) as con:
         render(run_sql(con, query), format)
+
+
+@app.command()
+def providers(
+    db: DbOption = None,
+    format: FormatOption = Format.table,
+) -> None:
+    """Every provider: offers, source kind (api/html), last successful refresh, staleness,
+    unknown GPU labels. Registered providers never refreshed into this warehouse show too."""
+    import pyarrow as pa
+
+    from adapters.registry import PROVIDERS, get_adapter
+    from pipeline.output import render
+    from warehouse.connection import connect
+    from warehouse.queries import run_named
+
+    with connect(_db(db), read_only=True) as con:
+        seen = {r["provider"]: r for r in run_named(con, "providers_overview").to_pylist()}
+    never = {"offers": 0, "spot_offers": 0, "last_status": "never", "last_success_at": None,
+             "stale": True, "unknown_labels": [], "last_error": None}
+    rows = [{**never, **seen.get(name, {}), "provider": name,
+             "source": get_adapter(name).SOURCE_KIND} for name in PROVIDERS]
+    columns = ["provider", "source", "offers", "spot_offers", "last_status", "last_success_at",
+               "stale", "unknown_labels", "last_error"]
+    table = pa.Table.from_pylist([{c: r[c] for c in columns} for r in rows])
+    if format is Format.table:
+        table = table.drop_columns(["last_error"])
+    render(table, format, title=f"{len(rows)} providers")
 
 
 @app.command()

@@ -138,3 +138,14 @@ def test_recommend_needs_a_training_volume(db: Path) -> None:
                            "recommend", "--model", "llama-3.1-8b", "--db", str(db)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "training volume" in proc.stderr
+
+
+def test_providers_lists_every_registered_provider(db: Path) -> None:
+    from adapters.registry import PROVIDERS
+
+    rows = _json("providers", "--db", str(db))
+    assert [r["provider"] for r in rows] == sorted(PROVIDERS)
+    assert {r["source"] for r in rows} <= {"api", "html"}
+    for r in rows:
+        assert r["last_status"] == "ok" and not r["stale"] and r["offers"] > 0
+        assert r["last_success_at"] is not None
