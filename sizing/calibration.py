@@ -65,6 +65,16 @@ METHOD_MAP: dict[str, tuple[str, bool]] = {
     "full+galore": ("full", False), "full+lisa": ("full", False),
 }
 
+# Whether a row's batches vary in length with the CUDA cache kept between steps (JobSpec
+# .variable_lengths): not for packed data or fixed-size dummy batches (row notes), nor for the
+# PEFT MetaMathQA benchmark: its BucketIterator sorts every bucket of 20 batches long to short
+# (utils.py) and run.py calls torch.cuda.empty_cache() every 10 steps
+# (ACCELERATOR_EMPTY_CACHE_SCHEDULE = 10), so each bucket's longest batch runs first on an
+# emptied cache and no segment of a shorter batch is left over. ms-swift (batch 1, samples up
+# to max_length, truncation_strategy 'delete') and the other sources keep their cache.
+FIXED_LENGTH_MARKERS = ("packed", "dummy data")
+CACHE_EMPTYING_SOURCES = ("method_comparison/MetaMathQA",)
+
 # ms-swift's documented defaults for rows that do not restate them (row notes).
 SWIFT_DEFAULT_BATCH, SWIFT_DEFAULT_SEQ = 1, 2048
 # PEFT README seq2seq scripts: tweets padded to the longest in the batch (~64 tokens, as the
@@ -205,6 +215,8 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
     virtual = _int(r["lora_targets"], 20) if method in ("prefix", "prompt") else 20
     if r["method"].startswith("llama_adapter"):
         virtual = _int(r["lora_targets"].split("adapter_len")[-1], 10)
+    variable = not (any(m in r["notes"].lower() for m in FIXED_LENGTH_MARKERS)
+                    or any(src in r["source"] for src in CACHE_EMPTYING_SOURCES))
     return JobSpec(
         method=method, lora_rank=rank, lora_targets=targets, num_virtual_tokens=virtual,
         dtype=dtype, quant=quant, double_quant=double_quant, upcast_non_quantized=upcast,
@@ -217,7 +229,7 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         grad_checkpointing=r["grad_checkpointing"].startswith("yes"),
         flash_attention=not r["flash_attention"].startswith("no"),
         gpus=gpus, sharding=sharding if gpus > 1 or sharding != "none" else "none",
-        offload=offload,
+        offload=offload, variable_lengths=variable,
     )
 
 
@@ -233,6 +245,8 @@ def _settings(job: JobSpec) -> str:
         parts.append(f"{job.gpus}x{job.sharding}")
     if job.offload != "none":
         parts.append(f"offload-{job.offload}")
+    if not job.variable_lengths:
+        parts.append("fixed-len")
     return " ".join(parts)
 
 

@@ -5,7 +5,9 @@ model state, every saved activation and the vocabulary-sized loss buffers are li
 
     allocated = weights + master copy + autocast copy + gradients + optimizer states
                 + activations + logits/loss + sharding buffers + dequantization buffer
-    peak      = allocated + allocator reserve (fragmentation) + CUDA context
+    reserved  = allocated + fragmentation of what training allocates (not the loaded weights)
+                + loss-buffer segments left by an earlier, shorter batch (variable lengths)
+    peak      = reserved + CUDA context
 
 Sources for every constant are in the comments; FORMULAS.md (shared/sizing) has the long form.
 """
@@ -19,6 +21,9 @@ from sizing.peft import is_lora_target, trainable_params
 from sizing.types import Dtype, JobSpec, MemoryEstimate
 
 GB = 1e9
+# GPU memory is sold in binary units: an "80GB" A100 holds 80 GiB (nvidia-smi lists 81920 MiB),
+# and the ms-swift benchmark rows report up to 78.76 GiB = 84.6e9 bytes reserved on one.
+GIB = 2**30
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
 FP32 = 4
@@ -38,26 +43,55 @@ ADAM8BIT_STATE_BYTES = 2 * (1 + FP32 / 2048)
 # The PyTorch caching allocator holds freed blocks it cannot reuse for differently sized
 # requests: on LLM fine-tuning, GMLake (Guo et al., ASPLOS 2024, arXiv:2401.08156) measured
 # fragmentation (reserved − allocated) / reserved of 15 % on average (up to 33 %). We use the
-# average: reserved = allocated / (1 − 0.15).
+# average on what is allocated once training runs (activations, loss buffers, casts,
+# gradients, optimizer states, sharding buffers), which interleaves with blocks freed by the
+# previous step: reserved = allocated + training-time tensors · 0.15 / (1 − 0.15). Weights are
+# loaded into an empty pool before the first step, each large tensor into a segment of its own
+# size, and leave no gaps: the ms-swift benchmark's reserved − allocated at 2048 tokens is about
+# the same 10–12 GB for Qwen-7B and Qwen-14B, in bf16, GPTQ or NF4: it does not follow weights.
 FRAGMENTATION = 0.15
 
 # CUDA context + cuBLAS/cuDNN handles outside the allocator: 0.3–2 GiB depending on driver,
 # GPU and lazy module loading; HF's "model memory anatomy" measures 1,343 MB on a V100.
 CUDA_CONTEXT_GB = 1.0
 
-# HF causal-LM loss: the logits are upcast to fp32, shifted into a contiguous copy, turned into
-# fp32 log-probabilities (saved by log_softmax) and get an fp32 gradient: four fp32 buffers of
-# tokens × vocabulary at the start of the backward pass (transformers LlamaForCausalLM.forward
-# and CrossEntropyLoss; FORMULAS §3.1 counts "about 2–3 copies" plus the gradient).
-LOSS_FP32_BUFFERS = 4
+# Causal-LM loss, as the code runs it (transformers LlamaForCausalLM / ForCausalLMLoss,
+# Qwen-1 modeling_qwen.py, BLOOM): the 16-bit logits are cast to fp32 (explicit .float(), or
+# torch.autocast, which runs cross_entropy in fp32) and log_softmax keeps its fp32 output for
+# the backward pass. The peak is at the start of the backward pass, in log_softmax's backward:
+# its saved fp32 output, the fp32 gradient nll_loss scatters into a dense tokens × vocabulary
+# tensor, and the fp32 gradient it returns — three fp32 buffers of tokens × vocabulary (the
+# forward holds at most the same: 16-bit logits + 16-bit shifted copy + fp32 cast + fp32
+# log-probabilities). Qwen's own fixed-length profile (QwenLM/Qwen README, "Profiling of Memory
+# and Speed": LoRA on one A100, 256 → 8192 tokens) grows 1.9–2.1 MB per token for Qwen-1.8B and
+# Qwen-7B, i.e. 12 bytes × 151,936 vocabulary (1.82 MB) plus the checkpointed hidden states.
+LOSS_FP32_BUFFERS = 3
+# Segments one step's loss path leaves in the caching allocator: the 16-bit logits, their
+# 16-bit shifted copy (or 16-bit gradient) and the three fp32 buffers above, in bytes per
+# token × vocabulary entry. Tensors above 1 MB get segments of their own size (rounded to
+# 2 MB), and a freed segment only serves requests no larger than itself (PyTorch CUDA
+# semantics docs, "Memory management"; c10 CUDACachingAllocator). When a longer batch follows
+# shorter ones, its loss buffers need new segments while those of the earlier longest batch
+# stay reserved, empty, until an allocation fails or torch.cuda.empty_cache() runs: one more
+# set of loss segments. At 8192 tokens the ms-swift benchmark (variable lengths, cache never
+# emptied) reserves 17–20 GB above the allocated peak for Qwen-1.8B/7B/14B LoRA, while Qwen's
+# fixed-length profile of the same models at 8192 tokens is within 6 % of it; ms-swift runs
+# with thousands of steps hold up to ~3 sets (more record-long batches); we count the one set
+# a single longer batch leaves.
+LOSS_SEGMENT_BYTES = 2 + 2 + FP32 * LOSS_FP32_BUFFERS
 
 # Chunked / fused linear cross-entropy (Liger-Kernel, Hsu et al. 2024, arXiv:2410.10989) picks a
 # chunk so that chunk × vocabulary ≈ tokens × hidden, and keeps an fp32 gradient of the hidden
-# states: about tokens × hidden × (4 fp32 buffers + 1 fp32 gradient).
+# states: about tokens × hidden × (the fp32 loss buffers above + 1 fp32 gradient).
 CHUNKED_LOSS_BYTES_PER_HIDDEN = FP32 * (LOSS_FP32_BUFFERS + 1)
 
 # DeepSpeed ZeRO default bucket sizes (reduce_bucket_size, allgather_bucket_size): 5e8 elements
-# (DeepSpeed config docs; EleutherAI cookbook calc_transformer_mem.py uses the same).
+# (DeepSpeed config docs; EleutherAI cookbook calc_transformer_mem.py uses the same). With
+# contiguous_gradients (default true) the gradient bucket is allocated whole, in the model's
+# dtype, whatever the number of trainable parameters: stage 3 at optimizer init
+# (`__ipg_bucket_flat_buffer = torch.empty(reduce_bucket_size, dtype=self.dtype)`,
+# deepspeed/runtime/zero/stage3.py), stages 1–2 at each backward (`ipg_buffer`,
+# stage_1_and_2.py). accelerate's DeepSpeed plugin leaves it at the default.
 ZERO_BUCKET_ELEMENTS = 5e8
 
 # FSDP gathers one wrapped block for compute and prefetches the next (BackwardPrefetch
@@ -266,6 +300,30 @@ def logits_bytes(arch: Architecture, job: JobSpec) -> float:
     return tokens * arch.vocab_size * FP32 * LOSS_FP32_BUFFERS
 
 
+def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
+    """Loss-buffer segments an earlier, shorter longest batch leaves reserved (see
+    LOSS_SEGMENT_BYTES); 0 for fixed-length batches (packing, padding to a fixed length) or
+    when the cache is emptied between steps, and for encoder-only classifiers."""
+    if not job.variable_lengths or arch.arch == "encoder":
+        return 0.0
+    if job.chunked_loss:
+        return logits_bytes(arch, job)
+    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.seq_len
+    return job.batch_size * s * arch.vocab_size * LOSS_SEGMENT_BYTES
+
+
+def _fsdp_gathered_bytes(arch: Architecture, unit_b: float, root_b: float) -> float:
+    """Unsharded FSDP parameters at the peak: the running decoder-layer unit and the prefetched
+    next one (GATHERED_BLOCKS), plus the root unit. With the layers wrapped, the root holds what
+    lies outside them (embeddings, LM head, final norm), and FULL_SHARD does not free the root's
+    parameters after its forward, "with the intention that they are immediately used for
+    backward computation" (torch/distributed/fsdp/_runtime_utils.py `_post_forward_reshard`):
+    they stay unsharded from the first forward op to the end of backward."""
+    biggest = max(sum(m.params for m in block) for block in arch.blocks())
+    root = arch.embedding_params + arch.lm_head_params + arch.other_params
+    return GATHERED_BLOCKS * biggest * unit_b + root * root_b
+
+
 def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None,
                     vram_gb: float | None = None) -> MemoryEstimate:
     """Peak memory per GPU. `dtype` is the effective precision (after the GPU's gates)."""
@@ -329,13 +387,13 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         else:
             unit_b = FP32 if dt == "fp32" else b
         if job.sharding == "fsdp":
-            live = GATHERED_BLOCKS * arch.largest_block_params
+            buffers += _fsdp_gathered_bytes(arch, unit_b, FP32 if dt == "fp32" else b)
         else:
             live = max(min(ZERO3_MAX_LIVE_PARAMETERS, arch.total_params),
                        arch.largest_block_params)
-        buffers += live * unit_b
+            buffers += live * unit_b
     if job.sharding in ("zero1", "zero2", "zero3"):
-        buffers += min(pt, ZERO_BUCKET_ELEMENTS) * pp.grad
+        buffers += ZERO_BUCKET_ELEMENTS * (FP32 if dt == "fp32" else b)
     terms["sharding_buffers"] = buffers
 
     if _uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
@@ -351,28 +409,36 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         terms["dequant_buffer"] = 0.0
 
     allocated = sum(terms.values())
-    reserve = allocated * FRAGMENTATION / (1 - FRAGMENTATION)
+    training_time = allocated - terms["weights_frozen"] - terms["weights_trainable"]
+    reserve = training_time * FRAGMENTATION / (1 - FRAGMENTATION)
+    stale = stale_loss_bytes(arch, job)
     if vram_gb is not None:
         # The allocator frees cached blocks and retries before it reports out-of-memory, so the
-        # reserve cannot push the pool past the device (PyTorch CUDA semantics docs).
-        room = vram_gb * GB - CUDA_CONTEXT_GB * GB - allocated
+        # cache cannot push the pool past the device (PyTorch CUDA semantics docs).
+        room = vram_gb * GIB - CUDA_CONTEXT_GB * GB - allocated
         if room > 0:
-            reserve = min(reserve, room)
+            stale = min(stale, room)
+            reserve = min(reserve, room - stale)
+    if stale:
+        notes.append("variable-length batches: the allocator also keeps the loss-buffer "
+                     "segments of an earlier, shorter batch (stale_loss_segments; packing, "
+                     "fixed-length padding or torch.cuda.empty_cache() between steps avoid it)")
     terms["allocator_reserve"] = reserve
+    terms["stale_loss_segments"] = stale
     terms["cuda_context"] = CUDA_CONTEXT_GB * GB
-    peak = allocated + reserve + CUDA_CONTEXT_GB * GB
+    peak = allocated + reserve + stale + CUDA_CONTEXT_GB * GB
 
     notes += _notes(arch, job, dt, pt)
     total = arch.total_params + (pt if job.is_peft else 0)
     return MemoryEstimate(
         peak_gb_per_gpu=round(peak / GB, 3),
         allocated_gb=round(allocated / GB, 3),
-        reserved_gb=round((allocated + reserve) / GB, 3),
+        reserved_gb=round((allocated + reserve + stale) / GB, 3),
         breakdown={k: round(v / GB, 3) for k, v in terms.items()},
         trainable_params=pt,
         total_params=total,
         host_ram_gb=round(host / GB, 3),
-        fits=None if vram_gb is None else peak <= vram_gb * GB,
+        fits=None if vram_gb is None else peak <= vram_gb * GIB,
         notes=notes,
     )
 

@@ -12,11 +12,12 @@ from pipeline.catalog import GpuSpec
 from pipeline.errors import UserInputError
 from sizing.architectures import Architecture
 from sizing.estimate import estimate
+from sizing.memory import GB, GIB
 from sizing.types import JobSpec, Sharding
 
-# Plan against 95 % of the nominal VRAM: the peak estimate already holds the allocator reserve
-# and the CUDA context, and this margin covers driver/ECC reservations and run-to-run variance
-# of the caching allocator (the calibration's errors are of this order).
+# Plan against 95 % of the VRAM (sold in GiB: an "80GB" card holds 80 GiB): the estimate already
+# holds the CUDA context, and this margin covers driver/ECC reservations and run-to-run
+# variance of the caching allocator (the calibration's errors are of this order).
 VRAM_HEADROOM = 0.95
 # Parallelism tried on a multi-GPU node, fastest first: plain data parallelism keeps a full
 # replica per GPU; ZeRO-2 shards gradients and optimizer states; ZeRO-3 also the weights, at
@@ -64,7 +65,7 @@ def plan_node(arch: Architecture, job: JobSpec, gpu: GpuSpec, shape: NodeShape,
     The user's own --gpus/--sharding are replaced by the shape's GPU count and the strategies
     above; everything else (method, precision, batch, ...) is the user's.
     """
-    usable = gpu.vram_gb * VRAM_HEADROOM
+    usable = gpu.vram_gb * GIB / GB * VRAM_HEADROOM
     total = shape.gpus_per_node * shape.nodes
     strategies: tuple[Sharding, ...] = ("none",) if total == 1 else MULTI_GPU_STRATEGIES
     smallest: float | None = None

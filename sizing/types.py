@@ -46,6 +46,10 @@ class JobSpec(BaseModel):
     sharding: Sharding = "none"
     offload: Offload = "none"
     chunked_loss: bool = False
+    variable_lengths: bool = Field(
+        True, description="batches differ in length (dynamic padding, no packing) and the "
+                          "CUDA cache is kept between steps: the allocator then also holds the "
+                          "loss-buffer segments of an earlier, shorter longest batch")
 
     @model_validator(mode="before")
     @classmethod

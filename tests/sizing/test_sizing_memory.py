@@ -9,9 +9,11 @@ from sizing.memory import (
     CUDA_CONTEXT_GB,
     FRAGMENTATION,
     GB,
+    GIB,
     activation_bytes,
     logits_bytes,
     memory_estimate,
+    stale_loss_bytes,
 )
 from sizing.types import JobSpec
 
@@ -69,9 +71,21 @@ def test_sharding_buffers() -> None:
     assert z3 == gb(1e9 * 2 + 5e8 * 2)  # live-parameter cache + reduce bucket, 16-bit
     block = 4 * H * H + 3 * H * F + 2 * H
     fs = memory_estimate(A, full(gpus=8, sharding="fsdp")).breakdown["sharding_buffers"]
-    assert fs == gb(2 * block * 2)  # current + prefetched unit
+    # current + prefetched layer unit, and the root unit (embedding + untied LM head), which
+    # FULL_SHARD keeps unsharded from its forward to the end of backward
+    assert fs == gb(2 * block * 2 + 2 * V * H * 2)
     ddp = memory_estimate(A, full(gpus=2, sharding="ddp", mixed_precision=False))
     assert ddp.breakdown["sharding_buffers"] == gb(2 * P)  # gradient buckets
+
+
+def test_zero_gradient_bucket_is_allocated_whole_for_peft() -> None:
+    # DeepSpeed allocates reduce_bucket_size (5e8) elements in the model dtype whatever the
+    # trainable count: a LoRA job on ZeRO-3 holds 1 GB of bucket in bf16 and 2 GB in fp32
+    lora = JobSpec(method="lora", gpus=2, sharding="zero3")
+    live = 1e9  # stage3_max_live_parameters, below the 6.7B parameters
+    assert memory_estimate(A, lora).breakdown["sharding_buffers"] == gb(live * 2 + 5e8 * 2)
+    fp32 = memory_estimate(A, lora.model_copy(update={"dtype": "fp32"}))
+    assert fp32.breakdown["sharding_buffers"] == gb(live * 4 + 5e8 * 4)
 
 
 def test_offload_moves_states_to_host_ram() -> None:
@@ -105,12 +119,26 @@ def test_peft_adapters_are_fp32_with_fp32_states() -> None:
     assert b["weights_frozen"] == gb(2 * P)
 
 
-def test_logits_are_four_fp32_vocabulary_buffers() -> None:
+def test_logits_are_three_fp32_vocabulary_buffers() -> None:
+    # log_softmax's backward holds its saved fp32 output, the dense fp32 gradient from nll_loss
+    # and the fp32 gradient it returns: 3 × 4 bytes per token and vocabulary entry
     job = JobSpec(batch_size=2, seq_len=1024)
-    assert logits_bytes(A, job) == 2 * 1024 * V * 16
+    assert logits_bytes(A, job) == 2 * 1024 * V * 12
     chunked = JobSpec(batch_size=2, seq_len=1024, chunked_loss=True)
-    assert logits_bytes(A, chunked) == 2 * 1024 * H * 20
+    assert logits_bytes(A, chunked) == 2 * 1024 * H * 16  # 3 fp32 buffers + fp32 grad
     assert logits_bytes(lookup("bert-large-uncased"), job) == 0
+
+
+def test_stale_loss_segments_only_with_variable_lengths() -> None:
+    # one more set of loss segments: 16-bit logits + 16-bit copy + the three fp32 buffers
+    job = JobSpec(batch_size=2, seq_len=1024)
+    assert stale_loss_bytes(A, job) == 2 * 1024 * V * (2 + 2 + 12)
+    fixed = JobSpec(batch_size=2, seq_len=1024, variable_lengths=False)
+    assert stale_loss_bytes(A, fixed) == 0
+    assert stale_loss_bytes(lookup("bert-large-uncased"), job) == 0  # no vocabulary logits
+    m = memory_estimate(A, job).breakdown
+    assert m["stale_loss_segments"] == gb(2 * 1024 * V * 16)
+    assert memory_estimate(A, fixed).breakdown["stale_loss_segments"] == 0
 
 
 def _lora_block_bytes_per_token(r: int) -> int:
@@ -155,12 +183,27 @@ def test_no_accumulation_frees_gradients_until_backward() -> None:
 
 
 def test_reserve_context_and_device_cap() -> None:
-    m = memory_estimate(A, JobSpec(method="lora"))
-    reserve = m.allocated_gb * FRAGMENTATION / (1 - FRAGMENTATION)
-    assert m.breakdown["allocator_reserve"] == pytest.approx(reserve, abs=2e-3)
-    assert m.breakdown["cuda_context"] == CUDA_CONTEXT_GB
-    assert m.peak_gb_per_gpu == pytest.approx(sum(m.breakdown.values()), abs=5e-3)
-    capped = memory_estimate(A, JobSpec(method="lora"), vram_gb=m.allocated_gb + 1.5)
-    assert capped.breakdown["allocator_reserve"] == pytest.approx(0.5, abs=2e-3)
+    fixed = JobSpec(method="lora", variable_lengths=False)
+    m = memory_estimate(A, fixed)
+    b = m.breakdown
+    # fragmentation on what training allocates; the weights were loaded into an empty pool
+    training_time = m.allocated_gb - b["weights_frozen"] - b["weights_trainable"]
+    reserve = training_time * FRAGMENTATION / (1 - FRAGMENTATION)
+    assert b["allocator_reserve"] == pytest.approx(reserve, abs=2e-3)
+    assert b["cuda_context"] == CUDA_CONTEXT_GB
+    assert m.reserved_gb == pytest.approx(m.allocated_gb + reserve, abs=2e-3)
+    assert m.peak_gb_per_gpu == pytest.approx(sum(b.values()), abs=5e-3)
+    # the cap is the device's binary capacity ("80GB" = 80 GiB): leave 0.1 GiB of room above
+    # allocated + context, less than the reserve, and the reserve shrinks to it
+    room = 0.1 * GIB
+    assert room / GB < reserve
+    vram = (m.allocated_gb * GB + CUDA_CONTEXT_GB * GB + room) / GIB
+    capped = memory_estimate(A, fixed, vram_gb=vram)
+    assert capped.breakdown["allocator_reserve"] == pytest.approx(room / GB, abs=2e-3)
     assert capped.fits is True
+    # the stale segments are cached blocks too: they take the room first
+    var = memory_estimate(A, JobSpec(method="lora"), vram_gb=vram)
+    assert var.breakdown["stale_loss_segments"] == pytest.approx(room / GB, abs=2e-3)
+    assert var.breakdown["allocator_reserve"] == pytest.approx(0, abs=2e-3)
+    assert var.fits is True
     assert memory_estimate(A, full(), vram_gb=24).fits is False
