@@ -20,7 +20,7 @@ demo: install
 	$(BIN)/gpuscout refresh --offline --db $(DB)
 	$(BIN)/gpuscout offers --db $(DB) --min-vram 24 --limit 15
 	$(BIN)/gpuscout recommend --db $(DB) --model meta-llama/Llama-3.1-8B --method qlora \
-		--batch-size 4 --tokens 1e8 --limit 5 --explain
+		--tokens 1e8 --limit 5 --explain
 
 test: install
 	$(BIN)/python -m pytest
@@ -30,6 +30,11 @@ lint: install
 
 bench: install
 	$(BIN)/python -m bench.load
+
+# Every benchmark side by side with gpuhunt and SkyPilot (its own venvs) -> bench/RESULTS.md
+.PHONY: bench-all
+bench-all:
+	$(PYTHON) -m bench
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

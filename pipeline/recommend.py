@@ -38,8 +38,9 @@ RESTART_S = 600.0
 # less): the pause each checkpoint costs. An assumption, stated in every spot reason.
 CHECKPOINT_WRITE_GBPS = 1.0
 # Interruption rates where the provider publishes none. Bid marketplaces (RunPod spot, Vast
-# interruptible) reclaim on outbids: assumed one interruption per 20 hours. Market spot (cloud
-# spot/preemptible): AWS Spot Advisor's worst band for GPU families, >20 %/month.
+# interruptible) reclaim on outbids: assumed one interruption per 20 hours, which is also used
+# when a provider's spot mechanics are unknown. Market spot (cloud spot/preemptible): AWS Spot
+# Advisor's worst band for GPU families, >20 %/month.
 BID_INTERRUPTS_PER_HOUR = 0.05
 MARKET_INTERRUPTS_PER_HOUR = -math.log(1 - 0.25) / 730
 # A price observed longer ago than this is called out in the reasons.

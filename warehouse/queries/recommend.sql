@@ -49,16 +49,19 @@ timed AS (
                 -ln(1 - CASE json_extract_string(provider_data, '$.interruption_band')
                     WHEN '<5%' THEN 0.025 WHEN '5-10%' THEN 0.075 WHEN '10-15%' THEN 0.125
                     WHEN '15-20%' THEN 0.175 ELSE 0.25 END) / 730.0
-            WHEN spot_pricing = 'bid' THEN $bid_interrupts_per_hour
-            ELSE $market_interrupts_per_hour
+            WHEN spot_pricing IN ('market', 'fixed_discount') THEN $market_interrupts_per_hour
+            -- bid marketplaces, and spot whose mechanics are unknown: the cautious rate
+            ELSE $bid_interrupts_per_hour
         END AS interrupts_per_hour,
         CASE
             WHEN pricing_model <> 'spot' THEN NULL
             WHEN json_extract_string(provider_data, '$.interruption_band') IS NOT NULL
                 THEN 'AWS Spot Advisor band '
                      || json_extract_string(provider_data, '$.interruption_band') || '/month'
+            WHEN spot_pricing IN ('market', 'fixed_discount')
+                THEN 'assumed: cloud spot at AWS''s worst Spot Advisor band'
             WHEN spot_pricing = 'bid' THEN 'assumed: outbid marketplace, no published rate'
-            ELSE 'assumed: no published interruption rate'
+            ELSE 'assumed: spot mechanics unknown, no published rate'
         END AS interruption_source
     FROM joined
 ),
