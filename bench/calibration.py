@@ -78,32 +78,66 @@ bottleneck adapter).
 
 _WEAK = """
 
+## What the memory model counts, and why (changes of this revision)
+
+- **Loss buffers: three fp32 tokens × vocabulary buffers**, not four. The peak of the loss path
+  is log_softmax's backward: its saved fp32 output, the dense fp32 gradient nll_loss scatters,
+  and the fp32 gradient it returns (transformers' Llama/Qwen2 loss, Qwen-1 `modeling_qwen.py`
+  under autocast, BLOOM). Qwen's own fixed-length profile (QwenLM/Qwen README, not in this
+  file) grows 1.9–2.1 MB per token for Qwen-1.8B/7B LoRA: 12 B × 151,936 plus checkpoints.
+- **Stale loss segments with variable-length batches.** The caching allocator gives every
+  tensor above 1 MB a segment of its own size and never merges or returns segments unless an
+  allocation fails or `torch.cuda.empty_cache()` runs; a freed segment only serves smaller
+  requests. When a longer batch follows shorter ones, its loss buffers need new segments and
+  the previous set stays reserved: we add one set (16-bit logits + 16-bit copy + three fp32
+  buffers = 16 B × tokens × vocabulary) when batches vary in length and the cache is kept
+  (ms-swift: batch 1, samples up to max_length). Packed or fixed-size batches, and the PEFT
+  MetaMathQA benchmark (buckets sorted long to short, cache emptied every 10 steps), get none.
+  The same term explains the GLM-4 QLoRA/LoRA user report at 10,240 tokens.
+- **Fragmentation (GMLake's 15 %) only on what training allocates** (activations, loss
+  buffers, casts, gradients, optimizer states, sharding buffers), not on weights loaded into an
+  empty pool before the first step: in ms-swift, reserved − allocated at 2048 tokens is about
+  the same 10–12 GB for Qwen-7B and Qwen-14B in bf16, GPTQ or NF4.
+- **DeepSpeed's gradient bucket is allocated whole**: reduce_bucket_size = 5e8 elements in the
+  model dtype (2 GB in fp32), also for LoRA (stage3.py `__ipg_bucket_flat_buffer`).
+- **FSDP's root unit** (embeddings, LM head, final norm) stays unsharded from its forward to
+  the end of backward under FULL_SHARD (`_post_forward_reshard`), besides two layer units.
+- **GPU capacity in GiB** ("80GB" = 80 GiB = 85.9e9 bytes) for the allocator cap and `fits`.
+
 ## Where the model is weakest
 
-- **ms-swift benchmark rows at ≥ 2048 tokens** (Qwen-1 via remote code, torch 2.1, reserved
-  memory): we are 10–30 % low. The measured growth with sequence length (≈ 4.2 MB/token on
-  Qwen-7B, FORMULAS §3.3) is steeper than our four fp32 vocabulary-sized loss buffers plus
-  checkpoints explain for the 1.8B and 7B models, while the same formula matches the 14B
-  model and full fine-tuning. The gap looks like allocator slack on GPUs with lots of free
-  memory (the caching allocator only releases blocks when an allocation fails), which a
-  single fragmentation constant cannot follow. Batch 2 × 2048 (row 45) uses 8 GB more than
-  batch 1 × 4096 in that benchmark; we predict them equal.
-- **Quantized bases in ms-swift** (bitsandbytes NF4 and GPTQ on Qwen): we predict larger
-  savings than measured (20–30 % low); QLoRA there saves only 4 GB over 16-bit LoRA where
-  the weights alone should save 7 GB.
-- **DeepSpeed ZeRO-3 with CPU offload on one GPU** (PEFT README, rows 15/17/19) and **FSDP
-  with CPU offload** (row 23): DeepSpeed's resident buffers (live-parameter cache, buckets,
-  persistent small parameters) are version- and config-dependent; we are 30–60 % low.
-- **Methods we do not model** (GaLore, LISA, LLaMA-Pro, Unsloth's kernels): mapped to the
-  nearest method, so they miss by construction.
-- **Screenshots / "around" values** (StarCoder FSDP 70–77.6 GB, GLM-4 QLoRA vs LoRA from a
-  user issue): the full-FSDP row reads a hoarding allocator late in training, far above the
-  ~43 GB the model state and activations need.
-- **PEFT MetaMathQA rows** are 5–15 % high: their batches are bucketed by length with a
-  maximum of 768 tokens, so the largest batch is usually shorter than the 768 we assume.
-- **Throughput** is coarse (median error in the table above): utilisation depends on the
-  training stack (padding, packing, compile, kernels) more than on the GPU; consumer and
-  PCIe cards are modelled through their bandwidth/FLOPs balance only.
+- **Long variable-length runs hold more than one stale set.** ms-swift runs at ≤ 2048 tokens
+  train on the whole dataset (thousands of steps) and its Tuners table on 87,543 samples: more
+  record-long batches leave 2–3 sets of loss segments, so we are mostly 9–19 % low there (rows
+  25–32, 34, 47–51) and 22–25 % low for batch 2 × 2048 (row 45) and the Tuners table (53–55);
+  the 1000-sample runs at 4096/8192 tokens are within about ±10 % (rows 35, 37–39). How many
+  stale sets a run holds depends on the length history of its data, which the job does not
+  describe; we count the one set a single longer batch leaves. For full fine-tuning the gradients,
+  re-allocated every optimizer step, appear to fill those segments: Qwen-1.8B full at 8192
+  tokens (row 42) is 34 % high, in a series that is not even monotonic (35.11 GiB at 2048 and
+  31.62 GiB at 4096 tokens).
+- **DeepSpeed ZeRO-3 with CPU offload on one GPU** (PEFT README rows 17/19): T0-3B is now within
+  20 % with the whole fp32 gradient bucket, but mt0-xxl and bloomz-7b1 remain 43–54 % low.
+  What is missing grows with their 250k-token vocabularies (1B-parameter embeddings, 4 GB in
+  fp32 each): which gathered parameters stage 3 keeps resident (stage3_max_reuse_distance,
+  prefetch, the LM head reused at the forward/backward turn) is version-dependent and not
+  modelled beyond stage3_max_live_parameters.
+- **FSDP + QLoRA with CPU offload** (row 23, 2 × 24 GB): 29 % low after counting the root unit;
+  the report is a per-GPU figure from the PEFT docs without the allocator's state.
+- **Methods we do not model** (GaLore, LISA, LLaMA-Pro): mapped to the nearest method, so they
+  miss by construction.
+- **Screenshots / "around" values** (StarCoder FSDP 70–77.6 GB, StarCoder QLoRA 26 GB).
+- **Rows at the device limit** (33, 44, 46: 84–85 GB on 80 GiB A100s) are predicted by the cap
+  alone: the allocator frees its cache before it fails, so there the reserve is whatever room
+  the device leaves; they say little about the model below the limit.
+- **Quantized bases** follow the 16-bit rows they are measured with: GPTQ and NF4 in ms-swift
+  are 16–19 % low for the same history reason; out of this file, Qwen's fixed-length Q-LoRA
+  (GPTQ-Int4) profile grows less with length than we predict (+15–23 % at 8192 tokens).
+- **Throughput** is coarse (median error above): the MetaMathQA rows count only real tokens of
+  bucketed batches much shorter than the 768 we time (PEFT methods 11–48 % low, full
+  fine-tuning 86 % high, BOFT 3× high); BERT-large in fp16 on a V100 runs 2–4× slower than its
+  tensor-core rate suggests (small, launch-bound kernels); StarCoder's FSDP rate includes
+  evaluation and saving. Multi-GPU rows (Granite, Llama-3.3-70B) are within 15 %.
 """
 
 

@@ -16,11 +16,12 @@ import csv
 import difflib
 import json
 import math
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from pipeline.errors import UserInputError
 
@@ -51,6 +52,7 @@ class Architecture(BaseModel):
     """The shape of a transformer, as its config describes it. Sizes are element counts."""
 
     model_config = ConfigDict(frozen=True)
+    _blocks: list[list[Linear]] | None = PrivateAttr(default=None)
 
     model_id: str
     aliases: tuple[str, ...] = ()
@@ -150,11 +152,24 @@ class Architecture(BaseModel):
             return mods + self._moe()
         return mods + self._mlp(self.intermediate_size, "mlp")
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Architecture:
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._blocks = None  # the shape may have changed: rebuild the blocks
+        return copy
+
     def blocks(self) -> list[list[Linear]]:
-        """Every block's linears: encoder (or decoder-only) blocks, then decoder blocks."""
-        out = [self.block_linears(i) for i in range(self.num_layers)]
-        out += [self.block_linears(i, decoder=True) for i in range(self.num_decoder_layers)]
-        return out
+        """Every block's linears: encoder (or decoder-only) blocks, then decoder blocks.
+
+        Built once per architecture (callers only read it): the sizing of one job walks it
+        many times, and a recommendation sizes one job per machine shape.
+        """
+        if self._blocks is None:
+            out = [self.block_linears(i) for i in range(self.num_layers)]
+            out += [self.block_linears(i, decoder=True) for i in range(self.num_decoder_layers)]
+            self._blocks = out
+        return self._blocks
 
     # ---- parameter counts ---------------------------------------------------------------
 
