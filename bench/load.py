@@ -15,6 +15,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -77,6 +78,8 @@ def bench_load(n: int, workdir: Path) -> dict[str, float]:
     first = synthetic_offers(n, observed_at=T0)
     same = synthetic_offers(n, observed_at=T0 + timedelta(days=1))
     churned = synthetic_offers(n, observed_at=T0 + timedelta(days=2), churn=0.02, churn_seed=1)
+    for name in ("load.duckdb", "rows.duckdb"):
+        (workdir / name).unlink(missing_ok=True)  # every run starts from an empty warehouse
     with connect(workdir / "load.duckdb") as con:
         t_first = _merge(con, first, "r1")
         t_same = _merge(con, same, "r2")
@@ -99,18 +102,115 @@ def bench_load(n: int, workdir: Path) -> dict[str, float]:
             "row_by_row_extrapolated": t_rows}
 
 
-def bench_history(nights: int, n: int, workdir: Path) -> dict[str, float]:
+def _db_size_mb(path: Path) -> float:
+    """The file a write session is working on (`<path>.next` while one is open), in MB."""
+    staging = path.with_name(path.name + ".next")
+    return (staging if staging.exists() else path).stat().st_size / 1e6
+
+
+def bench_history(nights: int, n: int, workdir: Path,
+                  size_every: int = 30) -> dict[str, Any]:
+    """`nights` refreshes of n offers, 2 % of them repriced each night after the first.
+
+    Returns the history rows, the file size (and its growth: a CHECKPOINT every `size_every`
+    nights, outside the timed merges, then the size) and every night's merge time.
+    """
     path = workdir / "history.duckdb"
+    path.unlink(missing_ok=True)
     times = []
+    sizes: dict[int, float] = {}
+    changes = 0  # offers whose price differs from the night before, counted from the data
+    previous = None
     with connect(path) as con:
         for night in range(nights):
             table = synthetic_offers(n, observed_at=T0 + timedelta(days=night),
                                      churn=0.02 if night else 0.0, churn_seed=night)
+            price = table.column("price_per_hour")
+            if previous is not None:
+                changes += pc.sum(pc.not_equal(price, previous)).as_py() or 0
+            previous = price
             times.append(_merge(con, table, f"n{night}"))
+            if night % size_every == 0 or night == nights - 1:
+                con.execute("CHECKPOINT")
+                sizes[night + 1] = _db_size_mb(path)
         rows = con.execute("SELECT count(*) FROM offer_versions").fetchone()[0]
-    return {"nights": nights, "offers": n, "rows": rows, "first_s": times[0],
+    return {"nights": nights, "offers": n, "rows": rows, "price_changes": changes,
+            "first_s": times[0],
             "last_s": times[-1], "median_s": statistics.median(times),
-            "size_mb": path.stat().st_size / 1e6}
+            "first_churn_nights_s": statistics.median(times[1:6] or times),
+            "last_nights_s": statistics.median(times[-5:]),
+            "size_mb": path.stat().st_size / 1e6, "sizes_mb": sizes, "times": times}
+
+
+class _TimedConnection:
+    """A connection whose execute() adds up seconds per statement (warehouse/sql/<name>)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        from warehouse.sqlfiles import SQL_DIR
+
+        self._con = con
+        self._names = {p.read_text("utf-8"): p.stem for p in SQL_DIR.glob("*.sql")}
+        self.seconds: dict[str, float] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    def _add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        start = time.perf_counter()
+        result = self._con.execute(sql, params or [])
+        name = self._names.get(sql, " ".join(sql.split())[:40])
+        self._add(name, time.perf_counter() - start)
+        return _TimedResult(result, name, self)
+
+    def register(self, name: str, table: Any) -> Any:
+        start = time.perf_counter()
+        result = self._con.register(name, table)
+        self._add("register (Arrow)", time.perf_counter() - start)
+        return result
+
+
+class _TimedResult:
+    """A query result whose fetches count towards its statement (DuckDB runs a SELECT lazily)."""
+
+    def __init__(self, result: Any, name: str, owner: _TimedConnection) -> None:
+        self._result, self._name, self._owner = result, name, owner
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._result, attr)
+        if not attr.startswith("fetch"):
+            return value
+
+        def fetch(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return value(*args, **kwargs)
+            finally:
+                self._owner._add(self._name, time.perf_counter() - start)
+        return fetch
+
+
+def profile_merge(n: int, workdir: Path) -> dict[str, dict[str, float]]:
+    """Seconds per statement of merge_offers: a first load of n offers, then 2 % churn."""
+    path = workdir / "profile.duckdb"
+    path.unlink(missing_ok=True)
+    out = {}
+    with connect(path) as con:
+        for label, table in (
+                ("first load", synthetic_offers(n, observed_at=T0)),
+                ("2 % churn", synthetic_offers(n, observed_at=T0 + timedelta(days=1),
+                                               churn=0.02, churn_seed=1))):
+            timed_con = _TimedConnection(con)
+            start = time.perf_counter()
+            with transaction(timed_con):  # type: ignore[arg-type]
+                merge_offers(timed_con, table, provider="bench",  # type: ignore[arg-type]
+                             run_id=label, complete=True)
+            timed_con.seconds["total"] = time.perf_counter() - start
+            out[label] = timed_con.seconds
+    path.unlink(missing_ok=True)
+    return out
 
 
 def main() -> None:

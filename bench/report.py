@@ -1,0 +1,636 @@
+"""bench/RESULTS.md from the JSON the sections wrote (bench/out/results.json)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+TARGET_PARSE_RATIO = 3.0
+TARGET_FLAT_MB = 5.0  # peak RSS growth allowed from the smallest file to the largest
+TARGET_LOAD_S = 2.0
+TARGET_QUERY_S = 0.050
+TARGET_ANCHOR_RATIO = 5.0
+TARGET_HELP_S = 0.3
+
+
+def _f(x: Any, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:,.{digits}f}"
+
+
+def _ms(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1000:,.1f} ms"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    """a / b as '×N'."""
+    if not a or not b:
+        return "–"
+    r = a / b
+    return f"×{r:,.1f}" if r >= 1 else f"×{r:.2f}"
+
+
+def _mark(ok: bool | None) -> str:
+    return {True: "**met**", False: "**not met**", None: "not measured"}[ok]
+
+
+def render(res: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    meta = res["meta"]
+    m, v = meta["machine"], meta["versions"]
+    lines = [
+        "# gpuscout benchmarks, side by side with gpuhunt and SkyPilot",
+        "",
+        f"Produced by `{meta['command']}` (see bench/README.md). Nothing here runs in the test "
+        "suite.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| date | {meta['started']} → {meta['finished']} (UTC) |",
+        f"| machine | {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.0f} GB RAM; {m['os']}; "
+        f"Python {m['python']} |",
+        f"| load average | {_f(meta.get('loadavg_start'))} at the start, "
+        f"{_f(meta.get('loadavg_end'))} at the end (1-minute) |",
+        f"| gpuscout | {v['gpuscout']} |",
+        f"| libraries | duckdb {v['duckdb']}, pyarrow {v['pyarrow']}, gpuhunt {v['gpuhunt']}, "
+        f"skypilot {v['skypilot']} (pandas {v['pandas']}) |",
+        "",
+        "The machine is shared: other processes (test suites, CI) ran during the bench, as the "
+        "load average shows; that is why medians over several runs are reported, and p95 next "
+        "to p50.",
+        "",
+    ]
+    targets: list[dict[str, Any]] = []
+    lines += _parse(res.get("parse"), targets)
+    lines += _load(res.get("load"), targets)
+    lines += _history(res.get("history"), targets)
+    lines += _queries(res.get("queries"), targets)
+    lines += _cli(res.get("cli"), targets)
+    lines += _probes(res.get("probes"))
+    lines += ["## Targets", "", "| target | measured | status | what limits it |",
+              "|---|---|---|---|"]
+    for t in targets:
+        lines.append(f"| {t['target']} | {t['measured']} | {_mark(t['ok'])} | {t['why']} |")
+    lines += [""] + res.get("notes", [])
+    return "\n".join(lines) + "\n", targets
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+
+def _parse(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]:
+    out = ["## AWS offer-file parse", ""]
+    if not sec:
+        targets.append({"target": "parse ≥ 3× gpuhunt, flat memory", "measured": "–",
+                        "ok": None, "why": "section not run"})
+        return out + ["Not run.", ""]
+    rows = sec["sizes"]
+    out += [
+        "Same local file for both parsers, built by `bench/aws_stream.py::build_file` (the "
+        "bundled us-east-1 offer file's preamble and header, then real rows repeated). Every "
+        "run is a fresh process, the two parsers alternating; median of the runs. Peak RSS is "
+        "the child's VmHWM (imports included); 'before' is the same figure once the modules "
+        "are imported. gpuhunt: `AWSProvider(cache_path=file).get()` with its two EC2 API "
+        "steps replaced by no-ops (see bench/README.md); it keeps every on-demand Linux row "
+        "(CPU machines too), gpuscout only GPU machines, de-duplicated.",
+        "",
+        "| file | parser | runs | seconds (median) | MB/s | peak RSS | RSS before | offers "
+        "| gpuscout ÷ gpuhunt |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_size: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by_size.setdefault(r["size_mb"], {})[r.get("tool", "")] = r
+    ratios, peaks = [], []
+    for size, tools in sorted(by_size.items()):
+        if "skipped" in tools.get("", {}):
+            out.append(f"| {size:,} MB | – | – | – | – | – | – | – | skipped: "
+                       f"{tools['']['skipped']} |")
+            continue
+        g, h = tools.get("gpuscout"), tools.get("gpuhunt")
+        ratio = g["mb_s"] / h["mb_s"] if g and h else None
+        if ratio:
+            ratios.append(ratio)
+        if g:
+            peaks.append((size, g["peak_rss_mb"]))
+        for tool, r in (("gpuscout", g), ("gpuhunt", h)):
+            if not r:
+                continue
+            mark = _ratio(ratio, 1.0) if ratio and tool == "gpuscout" else ""
+            out.append(
+                f"| {r['bytes'] / 1e6:,.0f} MB | {tool} | {r['runs']} | {r['seconds']:.2f} | "
+                f"{r['mb_s']:.0f} | {r['peak_rss_mb']:.0f} MB | {r['baseline_rss_mb']:.0f} MB | "
+                f"{r['offers']:,} | {mark} |")
+    probes = [r for r in rows if r.get("tool") == "prefilter probe" and "line_loop_s" in r]
+    if probes:
+        out += [
+            "",
+            "Where the time goes: the prefilter stage alone (finding the lines that can hold a "
+            "kept row), gpuscout's line loop (`_candidate_lines` over decoded text lines) vs a "
+            "**prototype** that searches 8 MB binary blocks with `bytes.find` and decodes only "
+            "the lines holding the rarest needle (`parse_compare.byte_scan_candidates`; not "
+            "shipped). One run each:",
+            "",
+            "| file | line loop MB/s | byte-scan prototype MB/s | same lines |",
+            "|---|---|---|---|",
+        ]
+        for p in probes:
+            mb = p["bytes"] / 1e6
+            out.append(f"| {mb:,.0f} MB | {mb / p['line_loop_s']:.0f} | "
+                       f"{mb / p['byte_scan_s']:.0f} | "
+                       f"{'yes' if p['line_loop_lines'] == p['byte_scan_lines'] else 'NO'} |")
+    attempts = sorted({a for r in rows for a in r.get("network_attempts", [])})
+    out += ["", f"Network attempts refused during the gpuhunt runs: "
+                f"{', '.join(attempts) if attempts else 'none'}.", ""]
+    flat = max(p for _, p in peaks) - min(p for _, p in peaks) if len(peaks) > 1 else None
+    worst = min(ratios) if ratios else None
+    targets.append({
+        "target": "parse ≥ 3× gpuhunt's MB/s, flat memory",
+        "measured": (f"×{worst:.2f}–×{max(ratios):.2f} of gpuhunt's MB/s; peak RSS "
+                     + (f"{peaks[0][1]:.0f} MB" if flat is not None and flat < 1 else
+                        f"{min(p for _, p in peaks):.0f}–{max(p for _, p in peaks):.0f} MB")
+                     + f" at every size ({', '.join(f'{s:,}' for s, _ in peaks)} MB)")
+        if worst else "–",
+        "ok": None if worst is None else (worst >= TARGET_PARSE_RATIO
+                                          and flat is not None and flat <= TARGET_FLAT_MB),
+        "why": PARSE_WHY,
+    })
+    return out
+
+
+PARSE_WHY = (
+    "Memory is flat (met). Throughput is not: gpuhunt's parser has the same design (a substring "
+    "prefilter on each line, then `csv` on the survivors), so both are bound by CPython "
+    "decoding and iterating ~1.3 M lines per GB; gpuscout also counts quotes on every line (to "
+    "join quoted newlines) and loads its alias catalog. A 3× margin needs skipping the per-line "
+    "Python work: see the byte-scan probe above and the proposal in the closing note.")
+
+
+def _load(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]:
+    out = ["## Load: the warehouse load path vs row-by-row inserts", ""]
+    if not sec:
+        targets.append({"target": "1 M offers loaded in ≤ 2 s", "measured": "–", "ok": None,
+                        "why": "section not run"})
+        return out + ["Not run.", ""]
+    runs = sec["runs"]
+
+    def med(key: str) -> float:
+        values = sorted(r[key] for r in runs)
+        return values[len(values) // 2]
+
+    n = sec["offers"]
+    out += [
+        f"`bench/load.py::bench_load`: {n:,} synthetic offers of one provider (built straight "
+        "into the load path's Arrow schema; building is not timed) merged by "
+        "`warehouse.load.merge_offers` in one transaction each; median of "
+        f"{len(runs)} runs. The row-by-row baseline is DuckDB `INSERT … VALUES (?, …)` one row "
+        "at a time into a plain table of the same columns (no hash, no history), timed on "
+        "2,000 rows and extrapolated linearly.",
+        "",
+        "| step | seconds (median) | all runs | rows/s |",
+        "|---|---|---|---|",
+    ]
+    for key, label in (("first", "first load (all new)"),
+                       ("same", "identical reload (all unchanged)"),
+                       ("churn", "reload with 2 % price churn"),
+                       ("row_by_row_extrapolated", "row-by-row INSERTs (extrapolated)")):
+        out.append(f"| {label} | {med(key):.2f} | "
+                   f"{', '.join(f'{r[key]:.2f}' for r in runs)} | {n / med(key):,.0f} |")
+    speedup = _ratio(med("row_by_row_extrapolated"), med("first"))
+    out += ["", f"Load path vs row by row: **{speedup}** faster (first load). History rows "
+                f"after the three loads: {runs[0]['rows']:,}.", ""]
+    prof = sec.get("profile")
+    if prof:
+        names = list(dict.fromkeys(k for p in prof.values() for k in p))
+        out += ["Seconds per statement of `merge_offers` (one profiled run, same data; "
+                "`warehouse/sql/<name>.sql`):", "",
+                "| statement | " + " | ".join(prof) + " |",
+                "|---|" + "---|" * len(prof)]
+        for name in names:
+            out.append(f"| {name} | " + " | ".join(_f(p.get(name), 3) for p in prof.values())
+                       + " |")
+        out.append("")
+    first = med("first")
+    why = "–"
+    if first > TARGET_LOAD_S:
+        top = sorted(((k, v) for k, v in (prof or {}).get("first load", {}).items()
+                      if k != "total"), key=lambda kv: -kv[1])[:3]
+        why = ("on a first load the time goes to " + ", ".join(
+            f"`{k}` {v:.2f} s" for k, v in top) + " (profiled run): `merge_insert_versions` "
+            "writes 1 M rows into `offer_versions`, maintaining the ART index on (provider, "
+            "offer_key); `stage_offers` first materializes all 1 M rows with an md5 over 23 "
+            "columns cast to text. DuckDB has 2 threads here, shared with the rest of the "
+            "machine. See probes and the closing note")
+    targets.append({
+        "target": "1 M offers loaded in ≤ 2 s",
+        "measured": f"{first:.2f} s first load, {med('churn'):.2f} s with 2 % churn "
+                    f"({_ratio(med('row_by_row_extrapolated'), first)} row-by-row)",
+        "ok": first <= TARGET_LOAD_S,
+        "why": why,
+    })
+    return out
+
+
+def _history(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]:
+    out = ["## History: nightly refreshes with 2 % price churn", ""]
+    if not sec:
+        targets.append({"target": "history grows with changes, not nights", "measured": "–",
+                        "ok": None, "why": "section not run"})
+        return out + ["Not run.", ""]
+    n, nights = sec["offers"], sec["nights"]
+    expected = n + sec["price_changes"]
+    naive = n * nights
+    sizes = {int(k): v for k, v in sec["sizes_mb"].items()}
+    first_mb = sizes[min(sizes)]
+    growth = (sizes[max(sizes)] - first_mb) / max(1, max(sizes) - min(sizes))
+    out += [
+        f"`bench/load.py::bench_history`: {nights} nightly refreshes of {n:,} offers through "
+        "`merge_offers`; from the second night on, 2 % of the offers get a new price and the 2 % "
+        "changed the night before return to theirs, so about 4 % of the offers change a night "
+        f"({sec['price_changes']:,} price changes in all, counted from the data). The file is "
+        "checkpointed every 30 nights (outside the timed merges) to read its size.",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| history rows | {sec['rows']:,} (offers + price changes = {expected:,}; one row per "
+        f"offer per night would be {naive:,}, ×{naive / sec['rows']:.1f} more) |",
+        f"| warehouse file after night 1 | {first_mb:.1f} MB |",
+        f"| warehouse file after night {nights} | {sec['size_mb']:.1f} MB |",
+        f"| growth per night | {growth:.2f} MB (a full snapshot a night would add "
+        f"~{first_mb:.1f} MB) |",
+        f"| refresh time, night 1 (all {n:,} new) | {sec['first_s']:.2f} s |",
+        f"| refresh time, nights 2–6 (median) | {sec['first_churn_nights_s']:.2f} s |",
+        f"| refresh time, last 5 nights (median) | {sec['last_nights_s']:.2f} s |",
+        f"| refresh time, night {nights} | {sec['last_s']:.2f} s |",
+        f"| refresh time, median night | {sec['median_s']:.2f} s |",
+        "",
+        "File size by night: " + ", ".join(f"{k}: {v:.1f} MB" for k, v in sorted(sizes.items()))
+        + ".",
+        "",
+    ]
+    windows = _windows(sec["times"])
+    peak_start, peak = max(windows.items(), key=lambda kv: kv[1])
+    out += ["Merge time, median of each 30-night window (night: s): " + ", ".join(
+        f"{k}: {v:.2f}" for k, v in windows.items()) + ".", ""]
+    slows = peak > 3 * sec["first_churn_nights_s"]
+    if slows:
+        out += [f"**The refresh time is not flat**: it climbs from "
+                f"{sec['first_churn_nights_s']:.2f} s (nights 2–6) to {peak:.2f} s (the window "
+                f"from night {peak_start}). The probes below trace it to "
+                "`merge_touch_unchanged`, which rewrites every unchanged open offer every "
+                "night; its cost grows with the table. Where it falls back late in the run, the "
+                "cause was not established here (other load on the machine ending, or DuckDB "
+                "reorganizing the updated row groups); the growth itself reproduces in the "
+                "60-night probe.",
+                ""]
+    ok = sec["rows"] == expected and growth < first_mb / 5
+    targets.append({
+        "target": "history storage grows with changes, not nights",
+        "measured": f"{sec['rows']:,} rows after {nights} nights (= offers + changes; "
+                    f"snapshots: {naive:,}); +{growth:.2f} MB/night vs {first_mb:.1f} MB a "
+                    f"snapshot; refresh {sec['first_churn_nights_s']:.2f} s (nights 2–6), "
+                    f"{peak:.2f} s (slowest 30-night window), {sec['last_nights_s']:.2f} s "
+                    "(last 5)",
+        "ok": ok,
+        "why": ("storage: –. Refresh time per night is not flat (not a stated target): "
+                "`merge_touch_unchanged` updates every unchanged offer nightly; see probes")
+        if ok and slows else ("–" if ok else "rows or size grow faster than the changes"),
+    })
+    return out
+
+
+def _windows(times: list[float], width: int = 30) -> dict[int, float]:
+    import statistics
+
+    return {i + 1: statistics.median(times[i:i + width]) for i in range(0, len(times), width)}
+
+
+def _queries(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]:
+    out = ["## Queries: gpuscout vs gpuhunt.query() vs SkyPilot list_accelerators", ""]
+    if not sec:
+        targets.append({"target": "query and recommend p50 ≤ 50 ms, ≥ 5× both anchors",
+                        "measured": "–", "ok": None, "why": "section not run"})
+        return out + ["Not run.", ""]
+    wh, tools, f, job = sec["warehouse"], sec["tools"], sec["filter"], sec["job"]
+    g, h, s = tools.get("gpuscout", {}), tools.get("gpuhunt", {}), tools.get("skypilot", {})
+    out += [
+        f"Warehouse: {wh['current_offers']:,} current offers (7 providers, 20 GPUs, on-demand "
+        f"and spot) on top of the history bench's file, {wh['history_rows']:,} rows in "
+        f"`offer_versions`, {wh['size_mb']:.0f} MB. The same current offers exported to "
+        "gpuhunt's catalog CSV and SkyPilot's vms.csv (`bench/catalogs.py`). Each tool runs in "
+        f"{sec['procs']} fresh processes; warm = every call after the first, pooled (up to "
+        f"{sec['runs']} a process, fewer for a call slower than 45 s in all); cold = the first "
+        "call of a process (catalog load included, imports not), median.",
+        "",
+        f"**filter**: GPU `{f['gpu']}`, VRAM ≥ {f['min_vram_gb']:.0f} GB, ≤ "
+        f"${f['max_usd_per_gpu_hour']:.2f} per GPU-hour, every match, cheapest per GPU-hour "
+        "first. gpuscout: `warehouse/queries/offers.sql`; gpuhunt: `gpuhunt.query(provider, "
+        "gpu_name, min_gpu_memory)` + the per-GPU price ceiling in Python; SkyPilot: "
+        "`sky.catalog.list_accelerators(name_filter, clouds, all_regions=True)` + VRAM and "
+        "per-GPU price in Python (neither anchor filters on price per GPU).",
+        f"**all**: every GPU offer, cheapest per GPU-hour first. **recommend**: "
+        f"`pipeline.recommend.recommend` for {job['method']} of {job['model']} (batch "
+        f"{job['batch_size']}) on {job['tokens']:,} tokens: size the job per machine shape, "
+        "price every offer (billing, storage, egress, spot), rank. Neither anchor has this; "
+        "the figure to hold it against is their **all**, the listing a user would start a "
+        "ranking of their own from.",
+        "",
+        "| query | tool | matches | p50 | p95 | cold | gpuscout faster by (p50) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def row(q: str, name: str, t: dict[str, Any], base: float | None) -> str:
+        if "error" in t:
+            return f"| {q} | {name} | failed: {t['error'][:200]} | | | | |"
+        st = t.get(q) or {}
+        cold = t.get("filter_cold_s") if q == "filter" else (
+            t.get("recommend_cold_s") if q == "recommend" else None)
+        count = t.get(f"{q}_count", t.get("recommend_offers") if q == "recommend" else None)
+        speed = _ratio(st.get("p50"), base) if base and name != "gpuscout" else ""
+        return (f"| {q} | {name} | {_f(count)} | {_ms(st.get('p50'))} | {_ms(st.get('p95'))} "
+                f"| {_ms(cold)} | {speed} |")
+
+    gf = (g.get("filter") or {}).get("p50")
+    ga = (g.get("all") or {}).get("p50")
+    gr = (g.get("recommend") or {}).get("p50")
+    for name, t in (("gpuscout", g), ("gpuhunt", h), ("SkyPilot", s)):
+        out.append(row("filter", name, t, gf))
+    for name, t in (("gpuscout", g), ("gpuhunt", h), ("SkyPilot", s)):
+        out.append(row("all", name, t, ga))
+    out.append(row("recommend", "gpuscout", g, None))
+    for name, t in (("gpuhunt", h), ("SkyPilot", s)):
+        st = (t.get("all") or {}).get("p50")
+        out.append(f"| recommend vs their **all** | {name} | {_f(t.get('all_count'))} | "
+                   f"{_ms(st)} | | | {_ratio(st, gr)} |")
+    sizing = g.get("recommend_sizing")
+    if isinstance(sizing, dict):
+        out += ["", f"Of recommend's {_ms(gr)}, sizing the job per machine shape "
+                    f"({g.get('recommend_shapes')} shapes; `recommend_shapes.sql` + "
+                    f"`plan_shapes`) takes {_ms(sizing['p50'])} (p50); the rest is "
+                    "`recommend.sql` over every offer and building the result."]
+    counts = {n: t.get("filter_count") for n, t in (("gpuscout", g), ("gpuhunt", h),
+                                                   ("SkyPilot", s))}
+    same = len(set(counts.values())) == 1
+    all_counts = {n: t.get("all_count") for n, t in (("gpuscout", g), ("gpuhunt", h),
+                                                     ("SkyPilot", s))}
+    out += ["", f"Same offers in all three: filter matches {counts} — "
+                f"{'identical counts' if same else 'COUNTS DIFFER'}; all: {all_counts}.",
+            f"Imports (not in the timings): gpuscout {_ms(g.get('import_s'))}, gpuhunt "
+            f"{_ms(h.get('import_s'))}, SkyPilot {_ms(s.get('import_s'))}. Peak RSS: gpuscout "
+            f"{_f(g.get('peak_rss_mb'), 0)} MB, gpuhunt {_f(h.get('peak_rss_mb'), 0)} MB, "
+            f"SkyPilot {_f(s.get('peak_rss_mb'), 0)} MB.",
+            "Network attempts refused: " + ", ".join(
+                f"{n}: {len(t.get('network_attempts', []))}" for n, t in
+                (("gpuscout", g), ("gpuhunt", h), ("SkyPilot", s))) + ".", ""]
+    anchors_f = [(t.get("filter") or {}).get("p50") for t in (h, s)]
+    anchors_a = [(t.get("all") or {}).get("p50") for t in (h, s)]
+    f_ratio = min(a / gf for a in anchors_f if a and gf) if gf and all(anchors_f) else None
+    r_ratio = min(a / gr for a in anchors_a if a and gr) if gr and all(anchors_a) else None
+    targets.append({
+        "target": "filter query p50 ≤ 50 ms and ≥ 5× faster than both anchors",
+        "measured": f"{_ms(gf)} p50; ×{_f(f_ratio, 1)} the faster anchor",
+        "ok": None if gf is None or f_ratio is None else (
+            gf <= TARGET_QUERY_S and f_ratio >= TARGET_ANCHOR_RATIO),
+        "why": _query_why(gf, f_ratio),
+    })
+    targets.append({
+        "target": "full recommend p50 ≤ 50 ms and ≥ 5× faster than both anchors",
+        "measured": f"{_ms(gr)} p50 (sizing "
+                    f"{_ms(sizing['p50'] if isinstance(sizing, dict) else None)}); "
+                    f"×{_f(r_ratio, 2)} the faster anchor's full listing",
+        "ok": None if gr is None or r_ratio is None else (
+            gr <= TARGET_QUERY_S and r_ratio >= TARGET_ANCHOR_RATIO),
+        "why": RECOMMEND_WHY if gr and gr > TARGET_QUERY_S else "–",
+    })
+    return out
+
+
+def _query_why(p50: float | None, ratio: float | None) -> str:
+    if p50 is None or ratio is None:
+        return "not measured"
+    if p50 <= TARGET_QUERY_S and ratio >= TARGET_ANCHOR_RATIO:
+        return "–"
+    return ("the filter scans `offer_versions` (current rows and history) through the "
+            "`current_offers` view and its join to `provider_status`; see closing note")
+
+
+RECOMMEND_WHY = (
+    "Mostly Python sizing, not SQL: `plan_shapes` runs the memory and time model once per "
+    "machine shape (80 here, some twice for multi-node), and each estimate rebuilds the "
+    "architecture's per-layer `Linear` pydantic models (`Architecture.blocks()`, uncached: "
+    "~300 k model constructions per recommend). Then `recommend.sql` prices all 100 k offers "
+    "(JSON extraction, list of reasons per row). Proposed changes in the closing note.")
+
+
+def _cli(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]:
+    out = ["## CLI start", ""]
+    if not sec:
+        targets.append({"target": "`gpuscout --help` ≤ 0.3 s", "measured": "–", "ok": None,
+                        "why": "section not run"})
+        return out + ["Not run.", ""]
+    out += [
+        f"Wall time from exec to exit, median of {next(iter(sec['commands'].values()))['runs']} "
+        f"runs after one warm-up, of `{sec['entry_point']}` (a venv holding gpuscout alone, as "
+        f"a user installs it). A bare `python -c pass` takes {_ms(sec['python_start_s'])}. "
+        "`offers` reads the queries warehouse above (100 k current offers + history).",
+        "",
+        "| command | median | min | max | heaviest imports (cumulative ms) |",
+        "|---|---|---|---|---|",
+    ]
+    for label, c in sec["commands"].items():
+        imports = ", ".join(f"{n} {ms:.0f}" for n, ms in c.get("imports_ms", [])[:5])
+        out.append(f"| `{label}` | {c['median_s']:.3f} s | {c['min_s']:.3f} s | "
+                   f"{c['max_s']:.3f} s | {imports} |")
+    out.append("")
+    help_s = sec["commands"]["gpuscout --help"]["median_s"]
+    targets.append({
+        "target": "`gpuscout --help` ≤ 0.3 s",
+        "measured": f"{help_s:.3f} s median "
+                    f"(min {sec['commands']['gpuscout --help']['min_s']:.3f} s); "
+                    f"`offers --limit 5` "
+                    f"{sec['commands']['gpuscout offers --limit 5']['median_s']:.3f} s",
+        "ok": help_s <= TARGET_HELP_S,
+        "why": "–" if help_s <= TARGET_HELP_S else (
+            "imports: typer's rich help renderer (`typer.rich_utils` → rich) and "
+            "`pipeline.cli`'s own imports (typer, pydantic) before any work; see the import "
+            "column and the closing note"),
+    })
+    return out
+
+
+def _probes(sec: dict[str, Any] | None) -> list[str]:
+    if not sec:
+        return []
+    out = ["## Probes: the proposed fixes, measured", "",
+           "Each proposed change from the closing note, monkeypatched into the bench process "
+           "only (`bench/probes.py`: the SQL that `warehouse.load.statement` returns, or a "
+           "sizing method), next to the code as it is, same data, same run. Not shipped.", ""]
+    load = sec.get("load")
+    if load:
+        base = load["median_s"].get("as is")
+        out += [f"**Load**, first load of {load['offers']:,} offers (median of "
+                f"{len(next(iter(load['seconds'].values())))} interleaved runs):", "",
+                "| variant | seconds | vs as is |", "|---|---|---|"]
+        for k, v in load["median_s"].items():
+            out.append(f"| {k} | {v:.2f} | {_ratio(base, v) if k != 'as is' else ''} |")
+        out.append("")
+    hist = sec.get("history")
+    if hist:
+        out += [f"**History**, {hist['nights']} nights of {hist['offers']:,} offers with 2 % "
+                "churn:", "", "| merge_touch_unchanged | nights 2–6 (median) | last 5 nights "
+                "(median) | history rows |", "|---|---|---|---|"]
+        for k, v in hist.items():
+            if isinstance(v, dict):
+                out.append(f"| {k} | {v['nights_2_6_s']:.2f} s | {v['last_5_s']:.2f} s | "
+                           f"{v['rows']:,} |")
+        out.append("")
+    rec = sec.get("recommend")
+    if rec and "error" not in rec:
+        base = rec.get("as is", {}).get("p50")
+        out += ["**Recommend** over the queries warehouse (100 k offers):", "",
+                "| variant | p50 | p95 | vs as is |", "|---|---|---|---|"]
+        for k, v in rec.items():
+            out.append(f"| {k} | {_ms(v['p50'])} | {_ms(v['p95'])} | "
+                       f"{_ratio(base, v['p50']) if k != 'as is' else ''} |")
+        out.append("")
+    elif rec:
+        out += [f"Recommend probe failed: {rec['error'][:300]}", ""]
+    return out
+
+
+# -- closing note -------------------------------------------------------------------------------
+
+
+def _probe_load(res: dict[str, Any]) -> str:
+    m = ((res.get("probes") or {}).get("load") or {}).get("median_s")
+    if not m:
+        return ""
+    return (f" Probe: {m['as is']:.2f} s as is, {m['hash() in stage_offers']:.2f} s with "
+            f"`hash()`, {m['no offer_versions_key index']:.2f} s without the index, "
+            f"{m['hash() + no index']:.2f} s with both.")
+
+
+def _load_margin(res: dict[str, Any]) -> str:
+    m = ((res.get("probes") or {}).get("load") or {}).get("median_s")
+    runs = (res.get("load") or {}).get("runs")
+    if not m or not runs:
+        return " (3) is not probed."
+    best = min(m.values())
+    as_is = sorted(r["first"] for r in runs)[len(runs) // 2]
+    if best <= TARGET_LOAD_S:
+        return (f" The best variant reaches {best:.2f} s in the probe, within 2 s, but the "
+                f"probe's own 'as is' ran at {m['as is']:.2f} s against {as_is:.2f} s in the "
+                "load section above (the machine was busier then): with this much noise, (3) "
+                "is what gives the target a margin. (3) is not probed.")
+    return (f" Even the best variant takes {best:.2f} s: 1 M in ≤ 2 s on these 2 cores also "
+            "needs (3), which is not probed.")
+
+
+def _probe_history(res: dict[str, Any]) -> str:
+    h = (res.get("probes") or {}).get("history")
+    if not h:
+        return ""
+    a, b = h["as is"], h["touch only what differs"]
+    return (f" Probe over {h['nights']} nights: as is {a['nights_2_6_s']:.2f} s → "
+            f"{a['last_5_s']:.2f} s a night; touching only what differs "
+            f"{b['nights_2_6_s']:.2f} s → {b['last_5_s']:.2f} s, same history rows.")
+
+
+def _probe_recommend(res: dict[str, Any]) -> str:
+    r = (res.get("probes") or {}).get("recommend") or {}
+    if "as is" not in r or "Architecture.blocks memoized" not in r:
+        return ""
+    return (f" Probe: recommend p50 {_ms(r['as is']['p50'])} as is, "
+            f"{_ms(r['Architecture.blocks memoized']['p50'])} with `blocks()` memoized.")
+
+
+def _proposals(res: dict[str, Any]) -> dict[str, str]:
+    return {
+        "parse": (
+            "**Parse (adapters/aws.py; the AWS adapter's author).** Replace the text-line "
+            "prefilter with a block scan: read 8 MB binary blocks, `bytes.find` the rarest "
+            "needle (`\"Linux` — a last byte other than `\"` keeps CPython's search fast), cut "
+            "out only the lines holding it, test the other needles on those bytes and decode "
+            "just them for `csv`; a block whose count of `\\n` differs from its count of "
+            "`\\n\"` (a quoted newline) falls back to today's line loop. The prefilter probe "
+            "in the parse section shows that stage alone; on 2 cores, parsing a region file as "
+            "two byte ranges in two processes (each range starting after a newline) roughly "
+            "doubles it again. Both are needed for ≥ 3×, since gpuhunt already prefilters "
+            "lines the same way; memory stays flat either way."),
+        "load": (
+            "**Load (warehouse/sql/stage_offers.sql, merge_insert_versions.sql, a migration; "
+            "warehouse owner).** (1) Hash the typed columns with DuckDB's `hash(…)` instead of "
+            "`md5(concat_ws('|', CAST(… AS VARCHAR), …))` (a changed hash makes every offer "
+            "look changed once: re-hash the open versions in the same migration). (2) Drop "
+            "the ART index `offer_versions_key` (DuckDB's hash joins in the merge do not use "
+            "it; check that point lookups of one offer's history stay fast without it). "
+            "(3) Stage only (offer_key, row_hash) and insert the new versions straight from "
+            "the registered Arrow table, so 1 M rows are written once, not twice."
+            + _probe_load(res) + _load_margin(res)),
+        "history": (
+            "**History refresh time (warehouse/sql/merge_touch_unchanged.sql, "
+            "current_offers view; warehouse owner).** Every night the merge rewrites all "
+            "unchanged open offers (`last_seen_at` and six current-state columns, JSON and "
+            "text among them), and that UPDATE gets slower as `offer_versions` grows. Update "
+            "only the rows whose current state differs (`IS DISTINCT FROM`), and take "
+            "`last_seen_at` of an open version from the provider's last successful run "
+            "(`refresh_run_log.observed_at`) in the view instead of storing it per row."
+            + _probe_history(res)),
+        "recommend": (
+            "**Recommend (sizing/architectures.py; sizing owner — then recommend.sql).** "
+            "`Architecture.blocks()` rebuilds every layer's `Linear` pydantic models on every "
+            "call, and one recommend calls it thousands of times (via `linear_params`, "
+            "`linear_weight_params`, `trainable_params`) across 80 shapes. `Architecture` is a "
+            "frozen, hashable model: memoize `blocks()` (a module-level `functools.cache` "
+            "helper returning tuples)." + _probe_recommend(res) + " What remains is mostly "
+            "`recommend.sql` over all 100 k offers: build the `reasons` list and the JSON "
+            "extractions only for the rows returned (`limit`, and the rejected ones `--explain` "
+            "shows), store `interruption_band`/`price_scope` as columns at load time, and cache "
+            "the per-shape plans across calls. ≤ 50 ms for a full recommend over 100 k offers "
+            "needs all of these."),
+        "query": (
+            "**Filter query (warehouse migrations; warehouse owner).** `current_offers` scans "
+            "every version in `offer_versions` and joins `provider_status` (a window over the "
+            "run log) per query; keeping open versions in their own table makes it independent "
+            "of history length."),
+        "cli": (
+            "**CLI start (pipeline/cli.py; CLI owner).** `--help` pays for typer's rich help "
+            "renderer and `pipeline.cli`'s module-level imports; `rich_markup_mode=None` and "
+            "importing pydantic, duckdb and pyarrow inside the commands are the levers."),
+    }
+
+
+PROPOSAL_KEYS = {"parse": "parse", "1 M offers": "load", "history": "history",
+                 "filter": "query", "recommend": "recommend", "--help": "cli"}
+
+
+def closing_note(res: dict[str, Any], targets: list[dict[str, Any]]) -> str:
+    met = [t["target"] for t in targets if t["ok"] is True]
+    missed = [t for t in targets if t["ok"] is False]
+    unmeasured = [t["target"] for t in targets if t["ok"] is None]
+    proposals = _proposals(res)
+    lines = ["## Closing note", ""]
+    lines.append(f"Met ({len(met)}): " + ("; ".join(met) if met else "none") + ".")
+    lines.append("")
+    lines.append(f"Not met ({len(missed)}): " + ("; ".join(t["target"] for t in missed)
+                                                 if missed else "none") + ".")
+    if unmeasured:
+        lines += ["", "Not measured: " + "; ".join(unmeasured) + "."]
+    flagged = [t for t in targets if t["ok"] is True and "not flat" in t["why"]]
+    lines += ["", "What limits each one is in the Targets table. The fixes are in modules other "
+              "engineers own, so they are proposed (and probed) here rather than made:", ""]
+    seen = set()
+    for t in missed + flagged:
+        key = next((v for k, v in PROPOSAL_KEYS.items() if k in t["target"]), None)
+        if key and key not in seen:
+            seen.add(key)
+            lines += [f"- {proposals[key]}", ""]
+    durations = res.get("durations_s", {})
+    if durations:
+        ran = res.get("ran_at", {})
+        lines += ["Bench duration by section: " + ", ".join(
+            f"{k} {v:,.0f} s" + (f" (finished {ran[k]} UTC)" if k in ran else "")
+            for k, v in durations.items()) + "."]
+    return "\n".join(lines) + "\n"
