@@ -1,0 +1,508 @@
+"""The HTML report: price history, $/VRAM-GB-hour, spot vs on-demand, provider freshness and a
+recommendation with its cost breakdown, on one self-contained page.
+
+`load_report_data()` reads the warehouse (the SQL is in `warehouse/queries/report_*.sql`) and
+runs `recommend()`; `build_report()` turns that data into HTML and reads nothing else. plotly.js
+is inlined once in the page (no CDN), so the report opens offline and from `file://`. plotly is
+imported inside the functions that draw, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.errors import DataError
+
+if TYPE_CHECKING:
+    import duckdb
+    import plotly.graph_objects as go
+
+    from pipeline.recommend import Recommendation, RecommendRequest
+    from sizing.architectures import Architecture
+    from sizing.types import JobSpec
+
+# GPUs drawn in the price-history chart: those offered now by the most providers.
+TOP_GPUS = 8
+# Chart containers carry these ids (data-chart); the browser test waits for marks in each.
+CHARTS = ("price-history", "vram-price", "spot-vs-on-demand", "freshness", "recommendation-cost")
+SECTIONS = ("history", "vram", "spot", "freshness", "recommendation")
+
+_PLOT_CONFIG = {"displaylogo": False, "responsive": True,
+                "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
+_FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
+
+
+@dataclass
+class ReportData:
+    """Everything the page shows; rows are plain dicts as the report queries return them."""
+
+    generated_at: datetime
+    source: str
+    history: list[dict[str, Any]]
+    vram: list[dict[str, Any]]
+    spot: list[dict[str, Any]]
+    freshness: list[dict[str, Any]]
+    job: dict[str, str]
+    recommendation: Recommendation | None
+    recommendation_error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dict[str, str]:
+    """The job as the page states it, one line per aspect."""
+    method = job.method + (f" (r={job.lora_rank}, {job.lora_targets})"
+                           if job.method in ("lora", "qlora", "dora") else "")
+    base = job.quant if job.quant != "none" else job.dtype
+    return {
+        "model": arch.model_id,
+        "method": method,
+        "base weights": base + (" + double quant" if job.quant == "nf4" and job.double_quant
+                                else ""),
+        "tokens": f"{req.tokens:,}",
+        "batch": f"{job.batch_size} × {job.seq_len} tokens, grad accum {job.grad_accum}",
+        "optimizer": job.optimizer + (", mixed precision" if job.mixed_precision else ""),
+        "objective": f"{req.objective}, spot {req.spot}"
+                     + (f", max {req.max_hours:g} h" if req.max_hours else ""),
+        "checkpoints": f"every {req.checkpoint_every_min:g} min",
+    }
+
+
+def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
+                     req: RecommendRequest, *, top_gpus: int = TOP_GPUS,
+                     now: datetime | None = None, source: str = "",
+                     warnings: list[str] | None = None) -> ReportData:
+    """Query the warehouse and run the recommendation (with the same `now` for price ages)."""
+    from adapters.archive import now_utc
+    from pipeline.recommend import recommend
+    from warehouse.queries import run_named
+
+    now = now or req.now or now_utc()
+    req = req.model_copy(update={"now": now})
+    rec, error = None, None
+    try:
+        rec = recommend(con, arch, job, req)
+    except DataError as exc:  # an empty warehouse still gets a page that says so
+        error = str(exc)
+    return ReportData(
+        generated_at=now, source=source,
+        history=run_named(con, "report_price_history", {"top_gpus": top_gpus}).to_pylist(),
+        vram=run_named(con, "report_vram_price").to_pylist(),
+        spot=run_named(con, "report_spot").to_pylist(),
+        freshness=run_named(con, "report_freshness", {"now": now.isoformat()}).to_pylist(),
+        job=describe_job(arch, job, req), recommendation=rec, recommendation_error=error,
+        warnings=list(warnings or []),
+    )
+
+
+# --- charts -------------------------------------------------------------------------------
+
+
+def _utc(ts: datetime | None) -> str | None:
+    # plotly.js reads no UTC offset in date strings: hand it naive UTC.
+    if ts is None:
+        return None
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(UTC).replace(tzinfo=None)
+    return ts.isoformat(sep=" ", timespec="seconds")
+
+
+def _layout(fig: go.Figure, *, height: int, **kw: Any) -> go.Figure:
+    fig.update_layout(template="plotly_white", height=height, font={"family": _FONT, "size": 12},
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, **kw)
+    fig.update_yaxes(automargin=True)
+    fig.update_xaxes(automargin=True)
+    return fig
+
+
+def history_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for gpu in dict.fromkeys(r["gpu_id"] for r in rows):  # rank order, from the query
+        series = [r for r in rows if r["gpu_id"] == gpu]
+        fig.add_trace(go.Scatter(
+            x=[_utc(r["at"]) for r in series], y=[r["cheapest_usd_per_gpu_hour"] for r in series],
+            name=gpu, mode="lines+markers", line={"shape": "hv", "width": 2},
+            marker={"size": 7},
+            customdata=[[r["cheapest_provider"], r["median_usd_per_gpu_hour"], r["offers"],
+                         r["providers"]] for r in series],
+            hovertemplate=("<b>%{fullData.name}</b> %{x|%Y-%m-%d}<br>cheapest $%{y:.2f}/GPU-h "
+                           "(%{customdata[0]})<br>median $%{customdata[1]:.2f} of "
+                           "%{customdata[2]} offers, %{customdata[3]} providers<extra></extra>"),
+        ))
+    return _layout(fig, height=460, yaxis_title="USD per GPU-hour (cheapest on-demand)",
+                   yaxis_tickprefix="$", xaxis_title="observed", hovermode="closest",
+                   legend={"title": {"text": "GPU"}})
+
+
+def vram_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    import plotly.graph_objects as go
+
+    best: dict[str, float] = {}
+    for r in rows:
+        best[r["gpu_id"]] = min(best.get(r["gpu_id"], math.inf), r["usd_per_vram_gb_hour"])
+    gpus = sorted(best, key=lambda g: (best[g], g))  # best value first
+    providers = sorted({r["provider"] for r in rows})
+    cell = {(r["gpu_id"], r["provider"]): r for r in rows}
+    value = [[cell[g, p]["usd_per_vram_gb_hour"] if (g, p) in cell else None
+              for p in providers] for g in gpus]
+    # Colour on a log scale: values span two orders of magnitude (consumer cards to B300).
+    z = [[None if v is None else math.log10(v) for v in row] for row in value]
+    ticks = [t for t in (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+             if min(best.values()) / 2 <= t <= max(v for r in value for v in r if v) * 2]
+    custom = [[[None] * 4 if (g, p) not in cell else
+               [cell[g, p]["usd_per_vram_gb_hour"], cell[g, p]["usd_per_gpu_hour"],
+                cell[g, p]["vram_gb"], cell[g, p]["offers"]]
+               for p in providers] for g in gpus]
+    # The cell labels are preformatted: plotly's texttemplate would print an empty cell as 0.
+    text = [["" if v is None else f"{v:.3f}" for v in row] for row in value]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=providers, y=gpus, text=text, customdata=custom, texttemplate="%{text}",
+        textfont={"size": 9}, colorscale="RdYlGn", reversescale=True, hoverongaps=False,
+        xgap=1, ygap=1,
+        colorbar={"title": {"text": "$/VRAM-GB-h"}, "tickvals": [math.log10(t) for t in ticks],
+                  "ticktext": [f"{t:g}" for t in ticks]},
+        hovertemplate=("<b>%{y}</b> at %{x}<br>$%{customdata[0]:.4f} per VRAM-GB-hour<br>"
+                       "$%{customdata[1]:.2f}/GPU-h, %{customdata[2]:.0f} GB, "
+                       "%{customdata[3]} offers<extra></extra>"),
+    ))
+    return _layout(fig, height=max(320, 24 * len(gpus) + 140), xaxis_side="top",
+                   xaxis_tickangle=-40, yaxis_autorange="reversed")
+
+
+def _discount(share: float) -> str:
+    # Spot can cost more than the cheapest on-demand offer elsewhere: then it is a markup.
+    return f"−{share:.0%}" if share >= 0 else f"+{-share:.0%}"
+
+
+def spot_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    import plotly.graph_objects as go
+
+    gpus = [r["gpu_id"] for r in rows]
+    fig = go.Figure([
+        go.Bar(x=gpus, y=[r["on_demand_usd"] for r in rows], name="on-demand",
+               marker_color="#4c78a8",
+               customdata=[[r["on_demand_provider"], r["on_demand_offers"]] for r in rows],
+               hovertemplate=("<b>%{x}</b> on-demand $%{y:.2f}/GPU-h (%{customdata[0]}, "
+                              "cheapest of %{customdata[1]})<extra></extra>")),
+        go.Bar(x=gpus, y=[r["spot_usd"] for r in rows], name="spot / interruptible",
+               marker_color="#f58518",
+               text=[_discount(r["spot_discount"]) for r in rows], textposition="outside",
+               textfont={"size": 10}, constraintext="none", cliponaxis=False,
+               customdata=[[r["spot_provider"], r["spot_offers"]] for r in rows],
+               hovertemplate=("<b>%{x}</b> spot $%{y:.2f}/GPU-h (%{customdata[0]}, cheapest "
+                              "of %{customdata[1]}), %{text}<extra></extra>")),
+    ])
+    return _layout(fig, height=480, barmode="group", yaxis_title="USD per GPU-hour (cheapest)",
+                   yaxis_tickprefix="$", xaxis_tickangle=-45,
+                   legend={"orientation": "h", "y": 1.08, "x": 0})
+
+
+def freshness_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for stale, name, color in ((False, "last refresh ok", "#54a24b"),
+                               (True, "stale: last refresh failed", "#e45756")):
+        part = [r for r in rows if bool(r["stale"]) == stale]
+        if not part:
+            continue
+        fig.add_trace(go.Bar(
+            y=[r["provider"] for r in part], x=[r["price_age_days"] for r in part],
+            orientation="h", name=name, marker_color=color, showlegend=True,
+            text=[f"{r['price_age_days']:.0f} d" if r["price_age_days"] is not None
+                  else "no offers" for r in part], textposition="outside",
+            customdata=[[_utc(r["newest_observed_at"]) or "-",
+                         _utc(r["last_success_at"]) or "never", r["last_status"], r["offers"]]
+                        for r in part],
+            hovertemplate=("<b>%{y}</b>: newest price %{customdata[0]} (%{x:.1f} days old)<br>"
+                           "last refresh %{customdata[2]}, last success %{customdata[1]}<br>"
+                           "%{customdata[3]} current offers<extra></extra>"),
+        ))
+    order = [r["provider"] for r in rows]  # freshest first, from the query
+    return _layout(fig, height=max(260, 26 * len(rows) + 110), barmode="overlay",
+                   xaxis_title="age of the newest current price, days", xaxis_rangemode="tozero",
+                   yaxis={"categoryorder": "array", "categoryarray": order[::-1]},
+                   legend={"orientation": "h", "y": 1.08, "x": 0})
+
+
+def _machine(row: dict[str, Any]) -> str:
+    shape = f"{row['gpu_id']} ×{row['gpus_per_node']}"
+    return shape + (f" ×{row['nodes']} nodes" if row["nodes"] > 1 else "")
+
+
+def offer_label(rank: int, row: dict[str, Any]) -> str:
+    pricing = row["pricing_model"].replace("_", "-")
+    return f"#{rank} {row['provider']} · {_machine(row)} · {pricing}"
+
+
+def recommendation_figure(rec: Recommendation) -> go.Figure:
+    import plotly.graph_objects as go
+
+    labels = [offer_label(i, r) for i, r in enumerate(rec.ranked, 1)]
+    parts = (("compute_usd", "compute (billed hours × price)", "#4c78a8"),
+             ("storage_usd", "persistent storage", "#72b7b2"),
+             ("egress_usd", "egress of the final weights", "#eeca3b"))
+    fig = go.Figure([go.Bar(
+        y=labels, x=[r[key] for r in rec.ranked], name=name, orientation="h", marker_color=color,
+        customdata=[[r["total_usd"], r["expected_hours"]] for r in rec.ranked],
+        hovertemplate=(f"%{{y}}<br>{name}: $%{{x:.2f}}<br>total $%{{customdata[0]:.2f}}, "
+                       f"%{{customdata[1]:.2f}} h expected<extra></extra>"),
+    ) for key, name, color in parts])
+    return _layout(fig, height=max(260, 34 * len(labels) + 120), barmode="stack",
+                   xaxis_title="USD for the whole run", xaxis_tickprefix="$",
+                   yaxis_autorange="reversed",
+                   legend={"orientation": "h", "y": 1.1, "x": 0, "traceorder": "normal"})
+
+
+# --- page ---------------------------------------------------------------------------------
+
+
+def _e(value: object) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _chart(name: str, fig: go.Figure) -> str:
+    body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{name}",
+                       config=_PLOT_CONFIG)
+    return f'<figure class="chart" data-chart="{name}">{body}</figure>'
+
+
+def _empty(what: str) -> str:
+    return f'<p class="empty">No data for {_e(what)} in this warehouse.</p>'
+
+
+def _num(field_name: str, value: float | int | None, fmt: str) -> str:
+    # The raw value rides along in data-value so tests (and scrapers) need not parse the text.
+    if value is None:
+        return f'<td class="num" data-field="{field_name}">-</td>'
+    return (f'<td class="num" data-field="{field_name}" data-value="{value!r}">'
+            f"{format(value, fmt)}</td>")
+
+
+def _table(headers: list[str], rows: list[str], cls: str = "") -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _freshness_table(rows: list[dict[str, Any]]) -> str:
+    body = []
+    for r in rows:
+        status = "stale" if r["stale"] else r["last_status"]
+        body.append(
+            f'<tr class="{"stale" if r["stale"] else ""}"><td>{_e(r["provider"])}</td>'
+            f"<td>{_e(status)}</td><td class=\"ts\">{_e(_utc(r['last_run_at']))}</td>"
+            f"<td class=\"ts\">{_e(_utc(r['last_success_at']) or 'never')}</td>"
+            f"{_num('offers', r['offers'], 'd')}"
+            f"<td class=\"ts\">{_e(_utc(r['newest_observed_at']) or '-')}</td>"
+            f"{_num('price_age_days', r['price_age_days'], '.1f')}"
+            f"<td class=\"why\">{_e(r['last_error'] or '')}</td></tr>")
+    return _table(["provider", "last refresh", "last run (UTC)", "last success (UTC)", "offers",
+                   "newest price observed (UTC)", "price age, days", "error or note"], body)
+
+
+def _recommendation_html(data: ReportData) -> str:
+    job = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in data.job.items())
+    parts = [f'<dl class="job">{job}</dl>']
+    parts += [f'<p class="warning">{_e(w)}</p>' for w in data.warnings]
+    rec = data.recommendation
+    if rec is None:
+        return "".join(parts) + f'<p class="empty">{_e(data.recommendation_error)}</p>'
+    if not rec.ranked:
+        parts.append('<p class="empty">No current offer can run this job; the cheaper ones '
+                     "that were rejected are listed below.</p>")
+    else:
+        top = rec.ranked[0]
+        parts.append(
+            f'<p class="verdict" data-field="best">Best: <b>{_e(offer_label(1, top))}</b>: '
+            f"<b>${top['total_usd']:,.2f}</b> in total (compute ${top['compute_usd']:,.2f} + "
+            f"storage ${top['storage_usd']:,.2f} + egress ${top['egress_usd']:,.2f}), "
+            f"{top['expected_hours']:,.2f} h expected, {top['billed_hours']:,.2f} h billed at "
+            f"${top['price_usd_per_hour']:,.2f}/h.</p>")
+        parts.append(_chart("recommendation-cost", recommendation_figure(rec)))
+        rows = []
+        for i, r in enumerate(rec.ranked, 1):
+            rows.append(
+                f'<tr class="offer" data-offer="{_e(r["offer_key"])}"><td class="num">{i}</td>'
+                f"<td>{_e(r['provider'])}</td><td>{_e(_machine(r))}"
+                f"<br><small>{_e(r['offer_key'])}</small></td>"
+                f"<td>{_e(r['pricing_model'])}</td><td>{_e(r['sharding'])}</td>"
+                f"{_num('price_usd_per_hour', r['price_usd_per_hour'], ',.2f')}"
+                f"{_num('expected_hours', r['expected_hours'], ',.2f')}"
+                f"{_num('billed_hours', r['billed_hours'], ',.2f')}"
+                f"{_num('compute_usd', r['compute_usd'], ',.2f')}"
+                f"{_num('storage_usd', r['storage_usd'], ',.2f')}"
+                f"{_num('egress_usd', r['egress_usd'], ',.2f')}"
+                f"{_num('total_usd', r['total_usd'], ',.2f')}</tr>"
+                # the reasons get a full-width row of their own, under the numbers
+                f'<tr class="reasons"><td></td><td colspan="11">'
+                f"{' · '.join(_e(x) for x in r['reasons'])}</td></tr>")
+        parts.append(_table(["#", "provider", "machine", "pricing", "parallelism", "$/h",
+                             "expected h", "billed h", "compute $", "storage $", "egress $",
+                             "total $"], rows, "recommendation"))
+    parts.append(
+        f"<p class=\"note\">{rec.offers_evaluated} offers priced over {rec.shapes_evaluated} "
+        f"machine shapes; storage {rec.storage_gb:,.1f} GB during the run (base model, "
+        f"tokenized data, two checkpoints of {rec.checkpoint_gb:,.2f} GB), final weights "
+        f"{rec.egress_gb:,.2f} GB downloaded.</p>")
+    if rec.rejected_cheaper:
+        rows = [f"<tr><td>{_e(r['provider'])}</td><td>{_e(r['offer_key'])}</td>"
+                f"{_num('price_usd_per_hour', r['price_usd_per_hour'], ',.2f')}"
+                f"<td class=\"why\">{_e(r['rejected_because'])}</td></tr>"
+                for r in rec.rejected_cheaper[:10]]
+        parts.append("<details><summary>Cheaper offers per hour that were rejected</summary>"
+                     + _table(["provider", "offer", "$/h", "why not"], rows) + "</details>")
+    return "".join(parts)
+
+
+_CSS = """
+:root { color-scheme: light; --fg: #1d2330; --muted: #5b6475; --line: #dde2ea; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, Segoe UI, Roboto, sans-serif;
+       color: var(--fg); background: #f4f6f9; }
+header { background: #1d2330; color: #fff; padding: 20px 32px; }
+header h1 { margin: 0 0 4px; font-size: 22px; }
+header p { margin: 0; color: #c6ccd8; }
+.stats { display: flex; gap: 28px; margin-top: 12px; flex-wrap: wrap; }
+.stats b { display: block; font-size: 20px; color: #fff; }
+.stats span { color: #c6ccd8; font-size: 12px; }
+main { max-width: 1280px; margin: 0 auto; padding: 8px 24px 32px; }
+section { background: #fff; border: 1px solid var(--line); border-radius: 8px;
+          padding: 16px 20px; margin: 18px 0; }
+section h2 { margin: 0 0 4px; font-size: 18px; }
+.note, .empty { color: var(--muted); margin: 4px 0 10px; }
+.warning { color: #8a5a00; }
+figure.chart { margin: 8px 0 12px; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
+th, td { border-bottom: 1px solid var(--line); padding: 5px 8px; text-align: left;
+         vertical-align: top; }
+th { background: #f0f2f6; font-weight: 600; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.why { color: var(--muted); font-size: 12px; min-width: 380px; }
+td small { color: var(--muted); word-break: break-all; }
+table.recommendation tr.offer td { border-bottom: none; padding-bottom: 1px; }
+table.recommendation tr.reasons td { color: var(--muted); font-size: 12px; padding-top: 0; }
+td.ts { white-space: nowrap; }
+tr.stale td { background: #fdecec; }
+dl.job { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0; }
+dl.job dt { color: var(--muted); }
+dl.job dd { margin: 0; }
+.verdict { font-size: 15px; }
+footer { color: var(--muted); text-align: center; padding: 0 0 24px; font-size: 12px; }
+"""
+
+
+def _plotly_script() -> str:
+    import plotly
+    from plotly.offline import get_plotlyjs
+
+    # "</script" inside the inlined library would end the element early; "<\/" is the same
+    # string to JavaScript.
+    js = get_plotlyjs().replace("</script", "<\\/script")
+    return f"<script>/* plotly.js from plotly {plotly.__version__}, inlined */\n{js}</script>"
+
+
+def build_report(data: ReportData) -> str:
+    """The whole page as one string: CSS, plotly.js, data and charts inline."""
+    fresh = data.freshness
+    offers = sum(r["offers"] for r in fresh)
+    stale = [r["provider"] for r in fresh if r["stale"]]
+    gpus = {r["gpu_id"] for r in data.vram}
+    newest = max((r["newest_observed_at"] for r in fresh if r["newest_observed_at"]),
+                 default=None)
+    stats = "".join(f"<div><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in (
+        ("current offers", f"{offers:,}"), ("providers", len(fresh)),
+        ("stale providers", len(stale)), ("GPUs with on-demand offers", len(gpus)),
+        ("newest price (UTC)", (_utc(newest) or "-")[:10])))
+    when = _utc(data.generated_at)
+    sections = [
+        ("history", "Price per GPU-hour over time",
+         f"The cheapest whole on-demand offer open at each moment the price history changed, "
+         f"for the {len({r['gpu_id'] for r in data.history})} GPUs offered now by the most "
+         "providers (hover for the median and the number of offers). A GPU with a single "
+         "observation is one point.",
+         _chart("price-history", history_figure(data.history)) if data.history
+         else _empty("the price history")),
+        ("vram", "$ per VRAM-GB-hour by provider and GPU",
+         "The cheapest whole on-demand offer of each provider and GPU, per GPU-hour divided by "
+         "the GPU's memory; best value first. Blank: the provider does not offer that GPU.",
+         _chart("vram-price", vram_figure(data.vram)) if data.vram else _empty("VRAM prices")),
+        ("spot", "Spot vs on-demand",
+         "For GPUs sold both ways: the cheapest spot (interruptible, preemptible or bid) and "
+         "the cheapest on-demand offer per GPU-hour across providers, with spot's discount.",
+         _chart("spot-vs-on-demand", spot_figure(data.spot)) if data.spot
+         else _empty("GPUs with both spot and on-demand offers")),
+        ("freshness", "Freshness of each provider",
+         "How old each provider's newest current price is (a replayed archive keeps its "
+         "capture time) and whether its last refresh succeeded; a stale provider keeps its "
+         "last good offers.",
+         (_chart("freshness", freshness_figure(fresh)) + _freshness_table(fresh)) if fresh
+         else _empty("refresh runs")),
+        ("recommendation", "Recommendation for a fine-tuning job",
+         "Every current offer priced for the whole run (billing granularity, storage, egress, "
+         "spot interruptions), ranked; the cost of the best offers is broken down below.",
+         _recommendation_html(data)),
+    ]
+    body = "".join(
+        f'<section id="{sid}"><h2>{_e(title)}</h2><p class="note">{_e(note)}</p>{content}'
+        "</section>" for sid, title, note, content in sections)
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>gpuscout report {_e(when[:10] if when else '')}</title>"
+        f"<style>{_CSS}</style>{_plotly_script()}</head><body>"
+        f"<header><h1>gpuscout: GPU cloud offers</h1><p>Generated {_e(when)} UTC from "
+        f"{_e(data.source)}</p><div class=\"stats\">{stats}</div></header>"
+        f"<main>{body}</main><footer>gpuscout · prices in USD · every figure comes from the "
+        "warehouse's views (current_offers, offer_history, provider_status) and "
+        "gpuscout recommend</footer></body></html>\n")
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def write_report(page: str, out_dir: Path) -> Path:
+    """Write `out_dir/index.html` atomically, so a published path is never half a page."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / "index.html"
+    tmp = out_dir / f".index.html.{os.getpid()}.tmp"
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(target)
+    return target
+
+
+def generate_report(db: Path | str, out_dir: Path, arch: Architecture, job: JobSpec,
+                    req: RecommendRequest, *, top_gpus: int = TOP_GPUS,
+                    now: datetime | None = None, warnings: list[str] | None = None) -> Path:
+    """Read the warehouse (read-only), build the page and write it; returns index.html."""
+    from warehouse.connection import connect
+
+    with connect(db, read_only=True) as con:
+        data = load_report_data(con, arch, job, req, top_gpus=top_gpus, now=now,
+                                source=str(db), warnings=warnings)
+    return write_report(build_report(data), out_dir)
+
+
+def publish_report(db: Path | str, out_root: Path | str, night: date | datetime) -> Path:
+    """The nightly report at `<out_root>/<YYYY-MM-DD>/index.html`, for the default job.
+
+    Call it after the flow's own warehouse connection is closed: it opens the file read-only.
+    """
+    from pipeline.recommend import RecommendRequest
+    from pipeline.report_cli import DEFAULT_BATCH, DEFAULT_METHOD, DEFAULT_MODEL, DEFAULT_TOKENS
+    from sizing.cli import job_from_options
+
+    day = night.date() if isinstance(night, datetime) else night
+    arch, job, warnings = job_from_options(model=DEFAULT_MODEL, method=DEFAULT_METHOD,
+                                           batch_size=DEFAULT_BATCH)
+    req = RecommendRequest(tokens=DEFAULT_TOKENS)
+    return generate_report(db, Path(out_root) / day.isoformat(), arch, job, req,
+                           warnings=warnings)
