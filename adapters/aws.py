@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -125,14 +126,19 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
     kinds = _sort_captures(captures)
     out = _Collector()
     specs: dict[str, _Specs] = {}
+    empty: set[str] = set()
     for capture in kinds.region_files:
-        _parse_offer_file(capture, out, specs)
+        if _parse_offer_file(capture, out, specs) == 0:
+            # A header and no rows is a file cut or published broken, not a region that sells
+            # nothing (every region file lists thousands of products): not read.
+            empty.add(capture.url)
+            out.reject("offer file has a header but no rows", capture.url)
     advisor = _advisor(kinds.advisor) if kinds.advisor else None
     if kinds.spot is not None:
         _parse_spot_feed(kinds.spot, advisor, specs, out)
     listed = _listed_regions(kinds.region_index) if kinds.region_index else None
     read = {m.group("region") for c in kinds.region_files
-            if (m := REGION_CSV_RE.search(urlsplit(c.url).path))}
+            if c.url not in empty and (m := REGION_CSV_RE.search(urlsplit(c.url).path))}
     complete = listed is not None and listed <= read and kinds.spot is not None
     return ParseResult(offers=out.offers(), rejects=out.rejects, complete=complete)
 
@@ -266,7 +272,8 @@ def _conflict(offer: ParsedOffer) -> Reject:
                   reason="the source gives this offer two different prices")
 
 
-def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs]) -> None:
+def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs]) -> int:
+    """Read one region's offer file into `out`; return how many data lines it has."""
     lines = capture.iter_lines()
     meta, header, quoted = _read_preamble(lines, capture)
     col = {name: i for i, name in enumerate(header)}
@@ -278,15 +285,30 @@ def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs
     key_columns = itemgetter(*(col[name] for name in ROW_FILTER))
     wanted = tuple(ROW_FILTER.values())
     i_family, i_type = col["Product Family"], col["Instance Type"]
-    for row in csv.reader(_candidate_lines(lines) if quoted else lines):
-        if len(row) != width:
-            if row:
-                out.reject(f"row has {len(row)} columns, the header {width}", ",".join(row))
-            continue
-        if key_columns(row) != wanted or row[i_family] not in PRODUCT_FAMILIES:
-            continue
-        if row[i_type]:
-            _on_demand_row(dict(zip(header, row, strict=True)), capture, meta, out, specs)
+    data_lines = 0
+
+    def counted(body: Iterator[str]) -> Iterator[str]:
+        nonlocal data_lines
+        for line in body:
+            data_lines += bool(line.strip())
+            yield line
+
+    body = counted(lines)
+    try:
+        for row in csv.reader(_candidate_lines(body) if quoted else body):
+            if len(row) != width:
+                if row:
+                    out.reject(f"row has {len(row)} columns, the header {width}",
+                               ",".join(row))
+                continue
+            if key_columns(row) != wanted or row[i_family] not in PRODUCT_FAMILIES:
+                continue
+            if row[i_type]:
+                _on_demand_row(dict(zip(header, row, strict=True)), capture, meta, out, specs)
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise ParseError(f"offer file is not CSV after line {data_lines}: {exc}",
+                         provider=NAME, url=capture.url, snippet=_head(capture)) from None
+    return data_lines
 
 
 def _read_preamble(lines: Iterator[str],
@@ -423,22 +445,26 @@ def _spot_document(capture: Capture) -> dict[str, Any]:
 def _parse_spot_feed(capture: Capture, advisor: _Advisor | None, specs: Mapping[str, _Specs],
                      out: _Collector) -> None:
     doc = _spot_document(capture)
-    regions = (doc.get("config") or {}).get("regions")
+    config = doc.get("config")
+    regions = config.get("regions") if isinstance(config, dict) else None
     if not isinstance(regions, list):
         raise ParseError("no config.regions in the spot price feed", provider=NAME,
                          url=capture.url, field="config.regions",
                          snippet=json.dumps(doc)[:SNIPPET])
     for region in regions:
         code = _field(region, "region", capture)
-        for group in _field(region, "instanceTypes", capture):
+        for group in _list_field(region, "instanceTypes", capture):
             gpu_group = "gpu" in str(_field(group, "type", capture)).lower()
-            for size in _field(group, "sizes", capture):
+            for size in _list_field(group, "sizes", capture):
                 _spot_size(size, code, gpu_group, capture, advisor, specs, out)
 
 
 def _spot_size(size: Any, region: str, gpu_group: bool, capture: Capture,
                advisor: _Advisor | None, specs: Mapping[str, _Specs], out: _Collector) -> None:
     itype = _field(size, "size", capture)
+    if not isinstance(itype, str):
+        raise ParseError("spot size whose name is not a string", provider=NAME,
+                         url=capture.url, field="size", snippet=json.dumps(size)[:SNIPPET])
     count = _alias_count(itype)
     raw = json.dumps({"region": region, **size})
     key = f"{region}|{itype}|spot"
@@ -446,7 +472,12 @@ def _spot_size(size: Any, region: str, gpu_group: bool, capture: Capture,
         if gpu_group:  # an accelerator AWS lists with its GPU machines, but no alias: say so
             out.reject(f"{itype}: no alias row, so no GPU model or count", raw, key)
         return
-    prices = {vc.get("name"): vc.get("prices", {}) for vc in _field(size, "valueColumns", capture)}
+    columns = _field(size, "valueColumns", capture)
+    if not isinstance(columns, list):
+        raise ParseError("spot size whose valueColumns is not a list", provider=NAME,
+                         url=capture.url, field="valueColumns", snippet=raw[:SNIPPET])
+    prices = {vc.get("name"): vc.get("prices", {}) for vc in columns
+              if isinstance(vc, dict) and isinstance(vc.get("name"), str)}
     if "linux" not in prices:
         raise ParseError("spot size without a linux price column", provider=NAME,
                          url=capture.url, field="valueColumns.linux", snippet=raw[:SNIPPET])
@@ -460,20 +491,35 @@ def _spot_size(size: Any, region: str, gpu_group: bool, capture: Capture,
         out.reject(f"no Linux spot price ({quote!r})", raw, key)
         return
     advice = advisor.by_region.get(region, {}).get(itype) if advisor else None
+    advice = advice if isinstance(advice, dict) else None
     spec = specs.get(itype, _Specs(None, None, None))
     network, network_gbps = _network(itype)
-    out.add(ParsedOffer(
-        provider=NAME, offer_key=key, instance_type=itype, gpu_label=itype, gpu_count=count,
-        pricing_model=PricingModel.SPOT, price_per_hour=price, currency=currency,
-        price_kind=PriceKind.OBSERVED, region=region, vcpus=spec.vcpus, ram_gb=spec.ram_gb,
-        disk_gb=spec.disk_gb, network=network, network_gbps=network_gbps,
-        source_url=capture.url, observed_at=capture.fetched_at,
-        provider_data={
-            "interruption_band": advisor.bands.get(advice.get("r")) if advisor and advice
-            else None,
-            "savings_pct": advice.get("s") if advice else None,
-        },
-    ))
+    try:
+        offer = ParsedOffer(
+            provider=NAME, offer_key=key, instance_type=itype, gpu_label=itype,
+            gpu_count=count, pricing_model=PricingModel.SPOT, price_per_hour=price,
+            currency=currency, price_kind=PriceKind.OBSERVED, region=region,
+            vcpus=spec.vcpus, ram_gb=spec.ram_gb, disk_gb=spec.disk_gb, network=network,
+            network_gbps=network_gbps, source_url=capture.url,
+            observed_at=capture.fetched_at,
+            provider_data={
+                "interruption_band": advisor.bands.get(advice.get("r")) if advisor and advice
+                else None,
+                "savings_pct": advice.get("s") if advice else None,
+            },
+        )
+    except ValidationError as exc:  # a currency that is no currency code, a wrong type...
+        out.reject(f"invalid offer: {exc.errors()[0]['msg']}", raw, key)
+        return
+    out.add(offer)
+
+
+def _list_field(obj: Any, name: str, capture: Capture) -> list[Any]:
+    value = _field(obj, name, capture)
+    if not isinstance(value, list):
+        raise ParseError(f"spot price feed field '{name}' is not a list", provider=NAME,
+                         url=capture.url, field=name, snippet=json.dumps(obj)[:SNIPPET])
+    return value
 
 
 def _field(obj: Any, name: str, capture: Capture) -> Any:
@@ -508,7 +554,7 @@ def _positive(text: str) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    return value if value > 0 else None
+    return value if value > 0 and math.isfinite(value) else None  # float() reads "inf", "nan"
 
 
 def _size_gb(text: str) -> float | None:

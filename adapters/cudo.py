@@ -160,6 +160,8 @@ def _smallest_machine(entry: dict[str, Any]) -> tuple[int, int] | str:
     # Whole vCPUs and GiB: what a VM is created with (cudo-compute CreateVMBody vcpus, memory_gib).
     vcpus = max(math.ceil(per_gpu), _ceil(entry.get("minVcpu")))
     memory = max(math.ceil(vcpus / max_ratio - 1e-9), _ceil(entry.get("minMemoryGib")))
+    if memory < 1:
+        return f"no whole GiB of memory fits maxVcpuPerMemoryGib {max_ratio!r}"
     if _positive(min_ratio) and vcpus / memory < min_ratio:
         return (f"{vcpus} vCPU and {memory} GiB break minVcpuPerMemoryGib {min_ratio}: "
                 "no machine can be composed")
@@ -188,4 +190,5 @@ def _count(value: Any) -> bool:
 
 
 def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0 \
+        and math.isfinite(value)

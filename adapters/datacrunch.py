@@ -26,6 +26,7 @@ the same on both paths ("1B200.30V|spot"), so price history survives a switch of
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -371,7 +372,8 @@ def _number(text: str | None) -> float | None:
 
 
 def _positive(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0 \
+        and math.isfinite(value)
     return float(value) if ok else None
 
 

@@ -26,6 +26,7 @@ Sizes without `gpu_info` are CPU Droplets and are not offers. One offer per size
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -269,7 +270,9 @@ def _size_offers(size: Any, capture: Capture) -> list[ParsedOffer | Reject]:
     if not isinstance(model, str) or not model:
         return [Reject(provider=NAME, reason=f"{slug}: gpu_info without a model", raw=raw)]
     vram = _api_vram_per_gpu(gpu.get("vram"), count)
-    regions = [r for r in size.get("regions") or [] if isinstance(r, str)] or [None]
+    listed = size.get("regions")
+    regions = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
+    regions = regions or [None]
     available = size.get("available")
     availability = (Availability.UNKNOWN if not isinstance(available, bool)
                     else Availability.IN_STOCK if available else Availability.OUT_OF_STOCK)
@@ -348,7 +351,8 @@ def _positive(value: Any) -> float | None:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
 
 
 def _is_scalar(value: Any) -> bool:

@@ -257,23 +257,32 @@ def _offer(machine: MachineType, region: str, model: PricingModel, key: str,
 
 def _unit_price(sku: dict[str, Any], unit: str) -> tuple[float, str] | str:
     """(price per unit, currency), or why the SKU cannot price a component."""
-    infos = [p for p in sku.get("pricingInfo") or [] if isinstance(p, dict)]
+    infos = [p for p in _list(sku.get("pricingInfo")) if isinstance(p, dict)]
     if not infos:
         return f"SKU {sku.get('skuId')} has no pricingInfo"
     info = max(infos, key=lambda p: str(p.get("effectiveTime", "")))
-    expr = info.get("pricingExpression") or {}
+    expr = _dict(info.get("pricingExpression"))
     if expr.get("usageUnit") != unit:
         return f"SKU {sku.get('skuId')} is priced per {expr.get('usageUnit')!r}, not per {unit!r}"
-    rates = expr.get("tieredRates") or []
+    rates = _list(expr.get("tieredRates"))
     if len(rates) != 1 or not isinstance(rates[0], dict):
         return f"SKU {sku.get('skuId')} has {len(rates)} price tiers, not one"
-    money = rates[0].get("unitPrice") or {}
+    money = _dict(rates[0].get("unitPrice"))
     try:
         # Money is units + nanos (10^-9); rounding to nanos drops the float noise
         value = round(int(money.get("units") or 0) + int(money.get("nanos") or 0) / 1e9, 9)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return f"SKU {sku.get('skuId')} unitPrice is not a Money value: {money!r}"
     currency = money.get("currencyCode")
     if not isinstance(currency, str) or value <= 0:
         return f"SKU {sku.get('skuId')} has no positive price with a currency: {money!r}"
     return value, currency
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty one for anything else (a field of an unexpected type)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -35,9 +37,18 @@ from adapters.archive import (
     sha256,
 )
 from adapters.errors import AdapterError, FetchError
-from adapters.redaction import redact_headers, redact_text, redact_url
+from adapters.redaction import (
+    RedactingLogFilter,
+    StreamRedactor,
+    redact_bytes,
+    redact_headers,
+    redact_text,
+    redact_url,
+)
 
 USER_AGENT = "gpuscout/0.1 (GPU price inventory; python-httpx)"
+# httpx logs every request URL (INFO): masked like everything else that is kept.
+logging.getLogger("httpx").addFilter(RedactingLogFilter())
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 # 408/425/429 and 5xx are worth another try; any other 4xx means the request itself is wrong.
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -101,6 +112,10 @@ class HttpClient:
         self._client = httpx.Client(transport=transport, timeout=timeout,
                                     headers={"User-Agent": USER_AGENT}, follow_redirects=True)
         self.requests_made = 0
+        # Every FetchError this client raised, including those an adapter caught to go on
+        # without that part (AWS skips a region file it cannot read): the refresh names them in
+        # the run log when the result is incomplete.
+        self.errors: list[FetchError] = []
 
     def __enter__(self) -> HttpClient:
         return self
@@ -113,13 +128,15 @@ class HttpClient:
 
     def get(self, url: str, *, params: Mapping[str, Any] | None = None,
             headers: Mapping[str, str] | None = None) -> Capture:
-        return self._request("GET", url, params=params, headers=headers, content=None)
+        with self._noting_errors():
+            return self._request("GET", url, params=params, headers=headers, content=None)
 
     def post_json(self, url: str, payload: Any, *, params: Mapping[str, Any] | None = None,
                   headers: Mapping[str, str] | None = None) -> Capture:
         content = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
         hdrs = {"Content-Type": "application/json", **(headers or {})}
-        return self._request("POST", url, params=params, headers=hdrs, content=content)
+        with self._noting_errors():
+            return self._request("POST", url, params=params, headers=hdrs, content=content)
 
     def download(self, url: str, *, params: Mapping[str, Any] | None = None,
                  headers: Mapping[str, str] | None = None) -> Capture:
@@ -130,17 +147,26 @@ class HttpClient:
         is read in place. Retries, statuses and errors are those of `get`; a body cut short is
         retried like any truncated response.
         """
-        request = self._client.build_request("GET", url, params=params, headers=headers)
-        shown_url = redact_url(str(request.url), self.secrets)
-        response, body = self._with_retries(self._download_once, request, shown_url, "GET",
-                                            None)
-        if body is None:  # an error status: its (small) body was read and is archived as usual
-            self._record(response, shown_url, "GET", None)
-            raise FetchError(f"HTTP {response.status_code}", provider=self.provider,
-                             url=shown_url, transient=False, status=response.status_code)
-        return self._record_streamed(response, shown_url, body)
+        with self._noting_errors():
+            request = self._client.build_request("GET", url, params=params, headers=headers)
+            shown_url = redact_url(str(request.url), self.secrets)
+            response, body = self._with_retries(self._download_once, request, shown_url, "GET",
+                                                None)
+            if body is None:  # an error status: its (small) body was read and archived as usual
+                self._record(response, shown_url, "GET", None)
+                raise FetchError(f"HTTP {response.status_code}", provider=self.provider,
+                                 url=shown_url, transient=False, status=response.status_code)
+            return self._record_streamed(response, shown_url, body)
 
     # -- internals -------------------------------------------------------------------------
+
+    @contextmanager
+    def _noting_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except FetchError as exc:
+            self.errors.append(exc)
+            raise
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -212,12 +238,17 @@ class HttpClient:
             target = self._new_body_file()
             try:
                 digest = hashlib.sha256()
+                redactor = StreamRedactor(self.secrets)
                 with target.open("wb") as out:
                     # iter_bytes undoes any Content-Encoding, so the file is the decoded body;
                     # a connection cut short raises here (httpx.RemoteProtocolError: retried).
                     for chunk in response.iter_bytes(STREAM_CHUNK):
-                        digest.update(chunk)
-                        out.write(chunk)
+                        part = redactor.feed(chunk)  # secrets masked, as in any body
+                        digest.update(part)
+                        out.write(part)
+                    rest = redactor.flush()
+                    digest.update(rest)
+                    out.write(rest)
             except BaseException:
                 target.unlink(missing_ok=True)
                 raise
@@ -252,9 +283,12 @@ class HttpClient:
         fetched = response.extensions.get(FETCHED_AT_EXTENSION)
         fetched_at = datetime.fromisoformat(fetched) if fetched else now_utc()
         kept = {k: v for k, v in response.headers.items() if k.lower() in KEPT_HEADERS}
+        # A body may echo a secret (an error quoting the request, an account listing): masked
+        # before the parser, the archive or the quarantine can see it.
         capture = Capture(provider=self.provider, url=shown_url, method=method,
                           status=response.status_code,
-                          headers=redact_headers(kept, self.secrets), body=response.content,
+                          headers=redact_headers(kept, self.secrets),
+                          body=redact_bytes(response.content, self.secrets),
                           fetched_at=fetched_at)
         if self.recorder is not None:
             self.recorder.write(capture, sha256(content) if content else None)

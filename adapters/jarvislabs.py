@@ -20,6 +20,7 @@ Reading rules (adapters/snapshots/jarvislabs/PROVENANCE.md):
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -204,7 +205,8 @@ def _gb(value: Any) -> float | None:
 
 
 def _positive(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0 \
+            or not math.isfinite(value):
         return None
     return float(value)
 

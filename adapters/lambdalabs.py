@@ -54,9 +54,23 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
     rejects: list[Reject] = []
     for capture in sorted(captures, key=lambda c: c.fetched_at):
         offers, bad = _parse_page(capture)
+        offers, conflicts = _one_price_per_key(offers)
         newest.update((o.offer_key, o) for o in offers)
-        rejects.extend(bad)
+        rejects.extend([*bad, *conflicts])
     return ParseResult(offers=list(newest.values()), rejects=rejects)
+
+
+def _one_price_per_key(offers: list[ParsedOffer]) -> tuple[list[ParsedOffer], list[Reject]]:
+    """A page that prints the same machine twice at two prices says neither: both rows are
+    rejected (a repeat at the same price is the same offer)."""
+    prices: dict[str, set[float]] = {}
+    for o in offers:
+        prices.setdefault(o.offer_key, set()).add(o.price_per_hour)
+    kept = {o.offer_key: o for o in offers if len(prices[o.offer_key]) == 1}
+    conflicts = [Reject(provider=NAME, offer_key=o.offer_key, raw=o.model_dump_json(),
+                        reason="the page lists this offer twice, at two different prices")
+                 for o in offers if len(prices[o.offer_key]) > 1]
+    return list(kept.values()), conflicts
 
 
 # -- layouts ----------------------------------------------------------------------------------

@@ -107,9 +107,9 @@ def _prices(capture: Capture) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for item in _items(capture, PRODUCT_FIELDS):
         price = None
-        for loc in item.get("currencyCodeLocalizations") or []:
+        for loc in _list(item.get("currencyCodeLocalizations")):
             if isinstance(loc, dict) and loc.get("currencyCode") == CURRENCY:
-                price = next((p.get("value") for p in loc.get("prices") or []
+                price = next((p.get("value") for p in _list(loc.get("prices"))
                               if isinstance(p, dict) and p.get("model") == PAY_AS_YOU_GO), None)
         out[str(item.get("partNumber"))] = {"price": price, "metric": item.get("metricName"),
                                             "display_name": item.get("displayName")}
@@ -142,7 +142,7 @@ def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shap
         return reject("shape is hidden in the Cost Estimator")
     if shape.get("status", "ACTIVE") != "ACTIVE":
         return reject(f"shape status is {shape.get('status')!r}, not 'ACTIVE'")
-    parts = [p for p in shape.get("products") or [] if isinstance(p, dict)]
+    parts = [p for p in _list(shape.get("products")) if isinstance(p, dict)]
     unpriced = [str(p.get("partNumber")) for p in parts
                 if str(p.get("partNumber")) not in prices]
     if unpriced:
@@ -151,7 +151,7 @@ def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shap
     if len(parts) != 1 or len(gpu_parts) != 1:
         priced = [f"{p.get('partNumber')} ({_metric(prices, p)})" for p in parts]
         return reject(f"expected one part priced {GPU_METRIC!r}, found {priced or 'none'}")
-    part = str(gpu_parts[0]["partNumber"])
+    part = str(gpu_parts[0].get("partNumber"))
     per_gpu = prices[part]["price"]
     if isinstance(per_gpu, bool) or not isinstance(per_gpu, int | float) or per_gpu <= 0:
         return reject(f"part {part} has no {PAY_AS_YOU_GO} {CURRENCY} price: {per_gpu!r}")
@@ -206,3 +206,8 @@ def _number(value: Any) -> float | None:
 def _value(field: Any) -> str | None:
     """The Cost Estimator wraps enums as {"value": ...}."""
     return str(field["value"]) if isinstance(field, dict) and "value" in field else None
+
+
+def _list(value: Any) -> list[Any]:
+    """A JSON array, or an empty one for anything else (a field of an unexpected type)."""
+    return value if isinstance(value, list) else []

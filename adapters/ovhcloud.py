@@ -22,6 +22,7 @@ Reading rules, each backed by a recorded catalog (adapters/snapshots/ovhcloud/PR
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -149,7 +150,7 @@ def _addon(addon: Any, capture: Capture, currency: str,
     if _dict(technical.get("os")).get("family") == "windows":
         return None, _reject(addon, "Windows flavor: the price includes a Windows licence",
                              key)
-    pricings = [p for p in addon.get("pricings") or [] if isinstance(p, dict)]
+    pricings = [p for p in _list(addon.get("pricings")) if isinstance(p, dict)]
     if len(pricings) != 1:
         return None, _reject(addon, f"{len(pricings)} pricing phases: expected exactly one",
                              key)
@@ -191,7 +192,7 @@ def _offer(addon: dict[str, Any], capture: Capture, *, key: str, flavor: str,
     data: dict[str, str | int | float | bool | None] = {
         "subsidiary": subsidiary, "plan_code": addon.get("planCode"),
         "formatted_price": pricing.get("formattedPrice"),
-        "tags": ",".join(t for t in _dict(addon.get("blobs")).get("tags") or []
+        "tags": ",".join(t for t in _list(_dict(addon.get("blobs")).get("tags"))
                          if isinstance(t, str)),
     }
     regions = _regions(addon)
@@ -225,6 +226,11 @@ def _offer(addon: dict[str, Any], capture: Capture, *, key: str, flavor: str,
 # -- helpers ----------------------------------------------------------------------------------
 
 
+def _list(value: Any) -> list[Any]:
+    """A JSON array, or an empty one for anything else (a field of an unexpected type)."""
+    return value if isinstance(value, list) else []
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -238,7 +244,8 @@ def _gpu_blob(addon: dict[str, Any]) -> dict[str, Any]:
 
 
 def _positive(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
+    return not isinstance(value, bool) and isinstance(value, int | float) and value > 0 \
+        and math.isfinite(value)
 
 
 def _positive_or_none(value: Any) -> float | None:
@@ -254,16 +261,16 @@ def _shown_price(text: Any) -> float | None:
 
 
 def _regions(addon: dict[str, Any]) -> str | None:
-    for config in addon.get("configurations") or []:
+    for config in _list(addon.get("configurations")):
         if isinstance(config, dict) and config.get("name") == "region":
-            values = [v for v in config.get("values") or [] if isinstance(v, str)]
+            values = [v for v in _list(config.get("values")) if isinstance(v, str)]
             return ",".join(values) or None
     return None
 
 
 def _disk_gb(technical: dict[str, Any]) -> float | None:
     total = 0.0
-    for disk in _dict(technical.get("storage")).get("disks") or []:
+    for disk in _list(_dict(technical.get("storage")).get("disks")):
         capacity = _dict(disk).get("capacity")
         number = _dict(disk).get("number", 1)
         if _positive(capacity) and _positive(number):

@@ -151,13 +151,36 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 
 def _gpu_type_offers(entries: list[Any], capture: Capture,
                      view: str | None) -> tuple[list[ParsedOffer], list[Reject]]:
-    offers: list[ParsedOffer] = []
+    """The offers of one body. A GPU type listed twice in it at different prices is rejected
+    both times: neither price can be told to be the right one."""
+    offers: dict[str, ParsedOffer] = {}
+    conflicts: set[str] = set()
     rejects: list[Reject] = []
+    in_body = _tier_fields(entries)
     for entry in entries:
-        good, bad = _offers(entry, capture, view)
-        offers.extend(good)
+        good, bad = _offers(entry, capture, view, in_body)
         rejects.extend(bad)
-    return offers, rejects
+        for o in good:
+            held = offers.get(o.offer_key)
+            if o.offer_key in conflicts or (held and held.price_per_hour != o.price_per_hour):
+                conflicts.add(o.offer_key)
+                rejects.append(_conflict(o))
+            else:
+                offers[o.offer_key] = o
+    for key in conflicts & offers.keys():
+        rejects.append(_conflict(offers.pop(key)))
+    return list(offers.values()), rejects
+
+
+def _conflict(offer: ParsedOffer) -> Reject:
+    return Reject(provider=NAME, offer_key=offer.offer_key, raw=offer.model_dump_json(),
+                  reason="the body lists this offer twice, at two different prices")
+
+
+def _tier_fields(entries: list[Any]) -> frozenset[str]:
+    """The per-cloud price fields some entry of the body has."""
+    names = {f for _, on_demand, spot in TIERS.values() for f in (on_demand, spot)}
+    return frozenset(f for e in entries if isinstance(e, dict) for f in names if f in e)
 
 
 # -- body -------------------------------------------------------------------------------------
@@ -193,6 +216,17 @@ def _checked(doc: list[Any], capture: Capture) -> list[Any]:
     if entries and not any(t[0] in e for e in entries for t in TIERS.values()):
         raise _error(capture, "no gpuTypes entry says which clouds offer it (secureCloud, "
                      "communityCloud): prices cannot be told from placeholders", "secureCloud")
+    # Per-cloud prices come in pairs (securePrice with communityPrice, secureSpotPrice with
+    # communitySpotPrice; a query asks for a pair or not at all): one of a pair missing from
+    # every entry while the other is there was renamed upstream, and reading on would drop its
+    # offers unseen.
+    present = _tier_fields(entries)
+    pairs = list(zip(*((on_demand, spot) for _, on_demand, spot in TIERS.values()), strict=True))
+    for pair in pairs:
+        missing = [f for f in pair if f not in present]
+        if missing and len(missing) < len(pair):
+            raise _error(capture, f"no gpuTypes entry has '{missing[0]}' although they have "
+                         f"{', '.join(f for f in pair if f in present)}", missing[0])
     return doc
 
 
@@ -212,13 +246,13 @@ class _Price(NamedTuple):
     kind: PriceKind
 
 
-def _offers(entry: Any, capture: Capture,
-            view: str | None = None) -> tuple[list[ParsedOffer], list[Reject]]:
+def _offers(entry: Any, capture: Capture, view: str | None = None,
+            in_body: frozenset[str] = frozenset()) -> tuple[list[ParsedOffer], list[Reject]]:
     raw = json.dumps(entry, sort_keys=True)
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
         return [], [Reject(provider=NAME, reason="gpuTypes entry without an id", raw=raw)]
     lowest = entry.get("lowestPrice") if isinstance(entry.get("lowestPrice"), dict) else {}
-    prices, rejects = _prices(entry, lowest, raw)
+    prices, rejects = _prices(entry, lowest, raw, in_body)
     offers: list[ParsedOffer] = []
     for p in prices:
         if p.value is None or p.value == 0:
@@ -236,13 +270,23 @@ def _offers(entry: Any, capture: Capture,
     return offers, rejects
 
 
-def _prices(entry: dict[str, Any], lowest: dict[str, Any],
-            raw: str) -> tuple[list[_Price], list[Reject]]:
-    """The price fields that stand for an offer: per cloud tier, else lowestPrice."""
+def _prices(entry: dict[str, Any], lowest: dict[str, Any], raw: str,
+            in_body: frozenset[str] = frozenset()) -> tuple[list[_Price], list[Reject]]:
+    """The price fields that stand for an offer: per cloud tier, else lowestPrice.
+
+    `in_body`: the per-cloud fields other entries of the body have. One of them missing here,
+    in a tier the entry says is offered, is a price that could not be read (a Reject with the
+    offer's key), not an offer that is gone.
+    """
     prices: list[_Price] = []
     rejects: list[Reject] = []
     for tier, (flag, on_demand, spot) in TIERS.items():
         for model, field in ((PricingModel.ON_DEMAND, on_demand), (PricingModel.SPOT, spot)):
+            if field not in entry and field in in_body and entry.get(flag) is True:
+                rejects.append(Reject(provider=NAME, raw=raw,
+                                      offer_key=f"{entry['id']}|{tier}|{model.value}",
+                                      reason=f"{field} missing from this entry"))
+                continue
             if field not in entry or entry.get(flag) is False:
                 continue
             if entry.get(flag) is not True and entry[field]:

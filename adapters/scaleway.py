@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -87,6 +88,13 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
     rejects: list[Reject] = []
     for zone_name, zone in sorted(zones.items()):
         for type_name, (entry, capture) in sorted(zone.servers.items()):
+            if type_name in zone.conflicts:
+                rejects.append(Reject(
+                    provider=NAME, offer_key=f"{zone_name}|{type_name}|on_demand",
+                    raw=json.dumps({type_name: entry}, sort_keys=True),
+                    reason="Instance type listed on two pages with two different records "
+                           "(the list shifted while it was paged?)"))
+                continue
             result = _offer(zone_name, type_name, entry, capture, zone.availability)
             if isinstance(result, ParsedOffer):
                 offers.append(result)
@@ -180,6 +188,8 @@ class _Zone:
     """What the captures of one zone say: types with their page, stock, and the pages read."""
 
     servers: dict[str, tuple[Any, Capture]] = field(default_factory=dict)
+    # Types two different pages list with different records: neither can be told to be right.
+    conflicts: set[str] = field(default_factory=set)
     availability: dict[str, Any] = field(default_factory=dict)
     pages: dict[Kind, set[int]] = field(default_factory=lambda: defaultdict(set))
     totals: dict[Kind, int] = field(default_factory=dict)
@@ -191,7 +201,11 @@ class _Zone:
         if total is not None:
             self.totals[kind] = total
         if kind == "servers":
-            self.servers.update((name, (entry, capture)) for name, entry in entries.items())
+            for name, entry in entries.items():
+                held = self.servers.get(name)
+                if held is not None and held[0] != entry and _locate(held[1])[2] != page:
+                    self.conflicts.add(name)
+                self.servers[name] = (entry, capture)
         else:
             self.availability.update(
                 (name, entry.get("availability")) for name, entry in entries.items()
@@ -278,4 +292,5 @@ def _gib(value: Any) -> float | None:
 
 
 def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0 \
+        and math.isfinite(value)

@@ -23,9 +23,10 @@ Units, as the payloads show them (adapters/snapshots/vastai/PROVENANCE.md):
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,22 +80,72 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
     groups: dict[tuple[str, int, int, str | None, PricingModel], list[tuple[float, _Ask]]]
     groups = defaultdict(list)
     rejects: list[Reject] = []
-    for capture in captures:
-        for raw in _asks(capture):
-            ask = _ask(raw, capture)
-            if isinstance(ask, Reject):
-                rejects.append(ask)
-                continue
-            base = (ask.gpu_name, ask.num_gpus, ask.vram_gb, ask.country)
-            groups[(*base, PricingModel.ON_DEMAND)].append((float(raw["dph_total"]), ask))
-            bid = raw.get("min_bid")
-            if _is_number(bid) and bid > 0:
-                groups[(*base, PricingModel.SPOT)].append((float(bid), ask))
+    rows = [(raw, capture) for capture in captures for raw in _asks(capture)]
+    twice = _conflicting_ids(raw for raw, _ in rows)
+    seen: set[int | str] = set()
+    for raw, capture in rows:
+        ask = _ask(raw, capture)
+        if isinstance(ask, Reject):
+            rejects.append(ask)
+            continue
+        ask_id = _ask_id(raw)
+        if ask_id in twice:
+            # The same ask twice with different figures: neither can be told to be right.
+            rejects += [Reject(provider=NAME, raw=json.dumps(raw, sort_keys=True),
+                               offer_key=_key(ask, model),
+                               reason=f"ask id {ask_id} is listed twice, with two different "
+                                      "prices or figures")
+                        for model in _models(raw)]
+            continue
+        if ask_id is not None and ask_id in seen:
+            continue  # the same ask repeated word for word: one ask
+        if ask_id is not None:
+            seen.add(ask_id)
+        base = (ask.gpu_name, ask.num_gpus, ask.vram_gb, ask.country)
+        for model in _models(raw):
+            price = raw["dph_total"] if model is PricingModel.ON_DEMAND else raw["min_bid"]
+            groups[(*base, model)].append((float(price), ask))
     offers: list[ParsedOffer] = []
     for (name, count, vram, country, model), asks in sorted(groups.items(), key=_group_order):
         result = _offer(name, count, vram, country, model, sorted(asks, key=lambda a: a[0]))
         (offers if isinstance(result, ParsedOffer) else rejects).append(result)
     return ParseResult(offers=offers, rejects=rejects)
+
+
+def _ask_id(raw: dict[str, Any]) -> int | str | None:
+    """An ask's marketplace id, when the payload carries one (the full schema does)."""
+    ask_id = raw.get("id")
+    return ask_id if isinstance(ask_id, int | str) and not isinstance(ask_id, bool) else None
+
+
+def _conflicting_ids(rows: Iterable[Any]) -> set[int | str]:
+    """Ids listed more than once with different figures."""
+    first: dict[int | str, Any] = {}
+    out: set[int | str] = set()
+    for raw in rows:
+        ask_id = _ask_id(raw) if isinstance(raw, dict) else None
+        if ask_id is None:
+            continue
+        if ask_id in first and first[ask_id] != raw:
+            out.add(ask_id)
+        first.setdefault(ask_id, raw)
+    return out
+
+
+def _models(raw: dict[str, Any]) -> list[PricingModel]:
+    """On-demand always; spot too when the ask has a positive `min_bid`."""
+    bid = raw.get("min_bid")
+    spot = _is_number(bid) and bid > 0
+    return [PricingModel.ON_DEMAND, *([PricingModel.SPOT] if spot else [])]
+
+
+def _key(ask: _Ask, model: PricingModel) -> str:
+    return _offer_key(ask.gpu_name, ask.num_gpus, ask.vram_gb, ask.country, model)
+
+
+def _offer_key(name: str, count: int, vram: int, country: str | None,
+               model: PricingModel) -> str:
+    return f"{name}|{count}x|{vram}GB|{country or '*'}|{model.value}"
 
 
 # -- body -------------------------------------------------------------------------------------
@@ -160,7 +211,7 @@ def _offer(name: str, count: int, vram: int, country: str | None, model: Pricing
     prices = [p for p, _ in asks]
     price, cheapest = asks[0]
     raw = cheapest.raw
-    key = f"{name}|{count}x|{vram}GB|{country or '*'}|{model.value}"
+    key = _offer_key(name, count, vram, country, model)
     data: ProviderData = {
         "ask_count": len(asks),
         "median_ask": round(statistics.median(prices), 6),
@@ -203,7 +254,10 @@ def _positive(value: Any) -> float | None:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A JSON number that is a number: not a bool, not NaN or infinity (which Python's json
+    reads from `NaN` / `Infinity` / `1e999`)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
 
 
 def _is_scalar(value: Any) -> bool:

@@ -17,6 +17,7 @@ Reading rules (adapters/snapshots/vultr/PROVENANCE.md):
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -215,4 +216,5 @@ def _number(value: Any) -> float | None:
 
 
 def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0 \
+        and math.isfinite(value)

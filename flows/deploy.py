@@ -26,6 +26,7 @@ def nightly_parameters() -> dict[str, object]:
         "providers": None,  # all registered providers
         "db": os.environ.get("GPUSCOUT_DB"),
         "archive_root": os.environ.get("GPUSCOUT_ARCHIVE", "var/archive"),
+        "report_root": os.environ.get("GPUSCOUT_REPORTS", "var/report"),
     }
 
 

@@ -11,7 +11,7 @@ log name the stale ones) and Failed when none did.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from pipeline.refresh import (
     resolve_fx,
     resolve_providers,
 )
+from pipeline.report import publish_report
 from pipeline.run_summary import run_summary_markdown
 from pipeline.settings import Settings
 from warehouse.connection import connect
@@ -83,11 +84,13 @@ def night_archive(archive_root: str | None, night: str) -> Path | None:
 @flow(name="nightly-refresh", flow_run_name="nightly-refresh {night}")
 def nightly_refresh(providers: list[str] | None = None, db: str | None = None,
                     archive_root: str | None = "var/archive", offline: bool = False,
-                    replay_dir: str | None = None, night: str | None = None) -> Any:
+                    replay_dir: str | None = None, night: str | None = None,
+                    report_root: str | None = "var/report") -> Any:
     """Refresh every provider (or `providers`) into the warehouse `db`.
 
     `offline` replays the bundled snapshots, `replay_dir` any archive; otherwise it fetches
-    live. Each night's responses are archived under `archive_root/<night>/` for replay.
+    live. Each night's responses are archived under `archive_root/<night>/` for replay, and
+    the HTML report is published to `report_root/<night>/index.html`.
     """
     logger = get_run_logger()
     names = resolve_providers(providers)
@@ -126,6 +129,15 @@ def nightly_refresh(providers: list[str] | None = None, db: str | None = None,
                         f" ({record.error})" if record.error else "")
             records.append(record)
         summary = run_summary_markdown(con, run_id)
+    if report_root:
+        # read-only: it runs after the write connection above is closed. A report that cannot
+        # be built is logged; it never fails a refresh that loaded data.
+        try:
+            page = publish_report(db_path, Path(report_root), date.fromisoformat(night))
+            summary += f"\n## Report\n\n[{page}]({page.resolve().as_uri()})\n"
+        except Exception as exc:
+            logger.warning("report not published: %s", exc)
+            summary += f"\n## Report\n\nnot published: {exc}\n"
     create_markdown_artifact(key="nightly-refresh-summary", markdown=summary,
                              description=f"gpuscout refresh {run_id}")
     loaded = [r for r in records if r.status == "ok"]

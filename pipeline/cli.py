@@ -16,6 +16,7 @@ import typer
 
 from pipeline.errors import GpuscoutError, UserInputError
 from pipeline.output import Format
+from pipeline.report_cli import report_command
 from sizing.cli import (
     AccumOpt,
     BatchOpt,
@@ -30,6 +31,7 @@ from sizing.cli import (
     ModelOpt,
     OffloadOpt,
     OptimizerOpt,
+    PackedOpt,
     ParamsOpt,
     QuantOpt,
     RankOpt,
@@ -49,6 +51,7 @@ gpus_app = typer.Typer(help="The GPU catalog and provider label resolution.",
                        invoke_without_command=True)
 app.add_typer(gpus_app, name="gpus")
 app.command("estimate")(estimate_command)
+app.command("report")(report_command)
 
 DbOption = Annotated[Path | None, typer.Option(
     "--db", help="warehouse file [default: $GPUSCOUT_DB, else a per-user data dir]")]
@@ -106,8 +109,12 @@ def refresh(
         from pipeline.output import render
 
         render(pa.Table.from_pylist([r.model_dump() for r in report.providers]), format)
-    if report.status != "ok":
-        raise typer.Exit(code=1 if report.status == "failed" else 3)
+    # 0: every provider loaded (a partial load says what it held back in its `error`);
+    # 3: some provider kept its last good data (failed, refused, skipped); 1: none loaded.
+    if report.status == "failed":
+        raise typer.Exit(code=1)
+    if report.not_loaded:
+        raise typer.Exit(code=3)
 
 
 @app.command()
@@ -242,7 +249,7 @@ def recommend(
     optimizer: OptimizerOpt = "adamw", mixed_precision: MixedOpt = True,
     batch_size: BatchOpt = 1, seq_len: SeqOpt = 2048, grad_accum: AccumOpt = 1,
     grad_checkpointing: CheckpointOpt = True, flash_attention: FlashOpt = True,
-    chunked_loss: ChunkedOpt = False, offload: OffloadOpt = "none",
+    chunked_loss: ChunkedOpt = False, packed: PackedOpt = False, offload: OffloadOpt = "none",
     tokens: Annotated[float | None, typer.Option(
         "--tokens", help="training tokens in total")] = None,
     dataset_tokens: Annotated[float | None, typer.Option(
@@ -281,7 +288,8 @@ def recommend(
         lora_targets=lora_targets, dtype=dtype, quant=quant, double_quant=double_quant,
         optimizer=optimizer, mixed_precision=mixed_precision, batch_size=batch_size,
         seq_len=seq_len, grad_accum=grad_accum, grad_checkpointing=grad_checkpointing,
-        flash_attention=flash_attention, chunked_loss=chunked_loss, offload="none")
+        flash_attention=flash_attention, chunked_loss=chunked_loss, packed=packed,
+        offload="none")
     if offload != "none":
         job = job.model_copy(update={"offload": offload})
     request = RecommendRequest(

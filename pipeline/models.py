@@ -78,6 +78,10 @@ class Availability(StrEnum):
 
 
 PositiveFloat = Annotated[float, Field(gt=0)]
+# Physical bounds, not policy: no GPU has 2 TB of memory and no offer 65,536 GPUs, so a value
+# past them is a misread field. (The refresh's row gate is tighter and configurable.)
+MAX_VRAM_GB_PER_GPU = 2048.0
+MAX_GPU_COUNT = 65536.0
 ProviderData = dict[str, str | int | float | bool | None]
 
 
@@ -89,14 +93,18 @@ class ParsedOffer(BaseModel):
     rather than a new offer.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # allow_inf_nan=False: "1e999" or NaN in a provider's payload is not a price, a count or a
+    # size (pydantic's gt=0 alone lets infinity through).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     provider: str
     offer_key: str
     instance_type: str | None = None
     gpu_label: str = Field(description="the provider's own spelling of the GPU")
-    gpu_count: PositiveFloat = Field(description="GPUs in the offer; < 1 for a fractional GPU")
-    vram_gb_per_gpu: PositiveFloat | None = Field(None, description="VRAM per GPU as reported, GB")
+    gpu_count: PositiveFloat = Field(le=MAX_GPU_COUNT,
+                                     description="GPUs in the offer; < 1 for a fractional GPU")
+    vram_gb_per_gpu: PositiveFloat | None = Field(None, le=MAX_VRAM_GB_PER_GPU,
+                                                  description="VRAM per GPU as reported, GB")
     pricing_model: PricingModel
     price_per_hour: PositiveFloat = Field(description="whole offer, in `currency` per hour")
     currency: str = Field("USD", min_length=3, max_length=3)
@@ -133,7 +141,7 @@ class ParsedOffer(BaseModel):
 class Offer(BaseModel):
     """A normalized offer: canonical GPU, USD prices, geography. The warehouse row."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     provider: str
     offer_key: str

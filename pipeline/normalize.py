@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +42,11 @@ def normalize_one(p: ParsedOffer, catalog: Catalog,
     if rate is None:
         return Reject(provider=p.provider, offer_key=p.offer_key, raw=p.model_dump_json(),
                       reason=f"no USD rate for currency {p.currency}"), None
+    per_gpu = p.price_per_hour * rate / p.gpu_count
+    if not (math.isfinite(per_gpu) and per_gpu > 0):  # 1e308 EUR overflows; 5e-324 vanishes
+        return Reject(provider=p.provider, offer_key=p.offer_key, raw=p.model_dump_json(),
+                      reason=f"absurd price: {p.price_per_hour:g} {p.currency} for "
+                             f"{p.gpu_count:g} GPUs has no finite USD price per GPU-hour"), None
     res = catalog.resolve(p.provider, p.gpu_label, p.vram_gb_per_gpu)
     spec = catalog.gpu(res.gpu_id) if isinstance(res, Resolved) else None
     link, link_gbps = _interconnect(p, spec)

@@ -2,7 +2,14 @@
 
 Called by the CLI and by the Prefect flow alike. Each provider is refreshed on its own and
 commits all-or-nothing: a provider that fails keeps its last good data and is marked stale, and
-the run log says why. Nothing here knows a provider's format or holds SQL.
+the run log says why. A provider that loads closes only the offers it saw vanish: rows it read
+but held back keep their last good version, and its run-log `error` says what was held back.
+Nothing here knows a provider's format or holds SQL.
+
+`refresh()` takes the warehouse's writer lock first (a second refresh is refused at once), does
+all the network work, then loads every provider in one short write session on a copy of the
+warehouse that replaces it when done (warehouse/connection.py): readers are never blocked, and a
+refresh killed at any point leaves the warehouse as it was.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from __future__ import annotations
 import traceback
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Literal
@@ -23,22 +30,33 @@ from adapters.archive import ArchiveWriter, ReplayTransport, now_utc
 from adapters.base import Adapter
 from adapters.errors import FetchError, MissingCredentialsError
 from adapters.http import HttpClient
+from adapters.redaction import redact_text, remember_secrets
 from adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
 from pipeline.catalog import GPUS_CSV, Catalog, load_catalog
 from pipeline.errors import GpuscoutError, UserInputError
-from pipeline.fx import FX_SOURCE, fetch_rates, parse_rates
+from pipeline.fx import FX_SOURCE, FxTable, fetch_rates, parse_rates
 from pipeline.models import Offer, Reject
 from pipeline.normalize import USD_ONLY, normalize
 from pipeline.profiles import profiles_table
-from pipeline.quality import gate_rows, refresh_refusal
+from pipeline.quality import (
+    ABSURD,
+    gate_prices,
+    gate_rows,
+    reason_kinds,
+    refresh_refusal,
+    unread_rows,
+)
 from pipeline.settings import Settings, credentials
 from warehouse.arrow import offers_to_table
-from warehouse.connection import connect
+from warehouse.connection import connect, writer_lock
 from warehouse.load import (
     RunRecord,
+    gpu_price_medians,
     last_good_count,
+    last_loaded_rejects,
     latest_fx_rates,
     merge_offers,
+    open_offer_prices,
     replace_gpu_catalog,
     replace_provider_profiles,
     store_fx_rates,
@@ -82,11 +100,17 @@ class RunReport(BaseModel):
 
     @property
     def status(self) -> str:
-        """ok: every provider loaded; partial: some did; failed: none did."""
+        """ok: every provider loaded everything; partial: some provider failed, was refused or
+        loaded with something held back (its run-log `error` says what); failed: none loaded."""
         loaded = [r for r in self.providers if r.status == "ok"]
-        if len(loaded) == len(self.providers):
+        if len(loaded) == len(self.providers) and not any(r.error for r in loaded):
             return "ok"
         return "partial" if loaded else "failed"
+
+    @property
+    def not_loaded(self) -> list[RunRecord]:
+        """Providers that kept their last good data (failed, refused or skipped)."""
+        return [r for r in self.providers if r.status != "ok"]
 
 
 ProgressHook = Callable[[str, RunRecord | None], None]
@@ -112,18 +136,45 @@ def resolve_fx(con: duckdb.DuckDBPyConnection, *, transport: httpx.BaseTransport
 
     Without any rates only USD offers convert, and the others are quarantined with the reason.
     """
+    table, outcome = fetch_fx(transport=transport, recorder=recorder)
+    if table is None:
+        as_of, stored = latest_fx_rates(con)
+        return _fallback_fx(outcome, as_of, stored)
+    store_fx(con, table)
+    return outcome
+
+
+def fetch_fx(*, transport: httpx.BaseTransport | None,
+             recorder: ArchiveWriter | None) -> tuple[FxTable | None, FxOutcome]:
+    """Tonight's ECB rates from the network (nothing stored yet); None and the error if not."""
     try:
         with HttpClient(FX_SOURCE, transport=transport, recorder=recorder) as client:
             table = parse_rates(fetch_rates(client))
     except Exception as exc:
-        as_of, stored = latest_fx_rates(con)
-        return FxOutcome(as_of=as_of, usd_per_unit={**stored, **USD_ONLY},
-                         origin="stored" if stored else "usd-only",
-                         error=describe_error(FX_SOURCE, exc))
+        return None, FxOutcome(as_of=None, usd_per_unit=dict(USD_ONLY), origin="usd-only",
+                               error=describe_error(FX_SOURCE, exc))
+    return table, FxOutcome(as_of=table.as_of, usd_per_unit=table.usd_per_unit,
+                            origin="fetched")
+
+
+def store_fx(con: duckdb.DuckDBPyConnection, table: FxTable) -> None:
     with transaction(con):
         store_fx_rates(con, as_of=table.as_of, usd_per_unit=table.usd_per_unit,
                        source_url=table.source_url, loaded_at=now_utc())
-    return FxOutcome(as_of=table.as_of, usd_per_unit=table.usd_per_unit, origin="fetched")
+
+
+def _fallback_fx(failed: FxOutcome, as_of: date | None, stored: Mapping[str, float]) -> FxOutcome:
+    return FxOutcome(as_of=as_of, usd_per_unit={**stored, **USD_ONLY},
+                     origin="stored" if stored else "usd-only", error=failed.error)
+
+
+def _stored_fx(db: Path | str) -> tuple[date | None, dict[str, float]]:
+    """The newest rates in the published warehouse (read-only: no writer is open yet)."""
+    try:
+        with connect(db, read_only=True) as con:
+            return latest_fx_rates(con)
+    except (GpuscoutError, duckdb.Error):
+        return None, {}
 
 
 def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
@@ -144,23 +195,45 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
         assert source.replay_dir is not None
         transport = ReplayTransport(source.replay_dir)
     recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
-    records = []
-    with connect(db) as con:
-        replace_gpu_catalog(con, GPUS_CSV)
-        replace_provider_profiles(con, profiles_table())
-        fx_outcome = (FxOutcome(as_of=None, usd_per_unit=dict(fx), origin="given")
-                      if fx is not None else
-                      resolve_fx(con, transport=transport, recorder=recorder))
+    # One writer at a time, refused at once: a second refresh must not fetch everything only
+    # to find the warehouse taken. Readers are never blocked (see warehouse.connection).
+    with writer_lock(db):
+        fx_table: FxTable | None = None
+        if fx is not None:
+            fx_outcome = FxOutcome(as_of=None, usd_per_unit=dict(fx), origin="given")
+        else:
+            fx_table, fx_outcome = fetch_fx(transport=transport, recorder=recorder)
+            if fx_table is None:
+                fx_outcome = _fallback_fx(fx_outcome, *_stored_fx(db))
+        # The network first, the warehouse after: the write session is only the loads.
+        collected: list[tuple[str, datetime, Collected | Exception]] = []
         for name in names:
             if progress:
                 progress(name, None)
-            record = refresh_provider(con, name, run_id=run_id, source=source,
-                                      transport=transport, recorder=recorder,
-                                      settings=settings, catalog=catalog,
-                                      fx=fx_outcome.usd_per_unit)
-            records.append(record)
-            if progress:
-                progress(name, record)
+            at = now_utc()
+            try:
+                outcome: Collected | Exception = collect(
+                    name, source=source, transport=transport, recorder=recorder,
+                    settings=settings, catalog=catalog, fx=fx_outcome.usd_per_unit)
+            except Exception as exc:  # one provider's failure, whatever it is, never stops
+                outcome = exc  # the others
+            collected.append((name, at, outcome))
+        records = []
+        with connect(db) as con:
+            replace_gpu_catalog(con, GPUS_CSV)
+            replace_provider_profiles(con, profiles_table())
+            if fx_table is not None:
+                store_fx(con, fx_table)
+            for name, at, outcome in collected:
+                if isinstance(outcome, Collected):
+                    record = load(con, outcome, run_id=run_id, mode=source.mode,
+                                  settings=settings)
+                else:
+                    record = record_failure(con, name, outcome, run_id=run_id,
+                                            mode=source.mode, started=at)
+                records.append(record)
+                if progress:
+                    progress(name, record)
     return RunReport(run_id=run_id, mode=source.mode, started_at=started,
                      finished_at=now_utc(), providers=records, fx=fx_outcome)
 
@@ -174,13 +247,22 @@ class Collected:
     captures: int
     offers_parsed: int
     offers: list[Offer]
-    rejects: list[Reject]
+    parser_rejects: list[Reject]  # rows the adapter could not read, or that are no offer
     unknown_labels: list[str]
     complete: bool
+    # Offers that were read but held back: no USD rate, absurd price, implausible size, duplicate.
+    held_back: list[Reject] = field(default_factory=list)
+    # Requests that failed while the adapter went on without them (redacted messages).
+    fetch_errors: list[str] = field(default_factory=list)
+
+    @property
+    def rejects(self) -> list[Reject]:
+        return [*self.parser_rejects, *self.held_back]
 
 
 def adapter_credentials(adapter: Adapter, mode: Mode) -> dict[str, str]:
     creds = credentials(adapter.CREDENTIALS)
+    remember_secrets(creds.values())  # masked in every error text from now on
     if mode == "replay":
         # Recorded URLs hold masked secrets, so any placeholder replays the same request.
         creds = {n: creds.get(n, "replay-placeholder") for n in adapter.CREDENTIALS}
@@ -201,13 +283,16 @@ def collect(name: str, *, source: Source, transport: httpx.BaseTransport | None,
     with HttpClient(name, transport=transport, recorder=recorder,
                     secrets=tuple(creds.values())) as client:
         captures = adapter.fetch(client, creds)
+    fetch_errors = [redact_text(str(e)) for e in client.errors]
     parsed = adapter.parse(captures)
     norm = normalize(parsed.offers, catalog, fx)
     gated = gate_rows(norm.offers, settings)
     return Collected(provider=name, started_at=started, captures=len(captures),
                      offers_parsed=len(parsed.offers), offers=gated.offers,
-                     rejects=[*parsed.rejects, *norm.rejects, *gated.rejects],
-                     unknown_labels=norm.unknown_labels, complete=parsed.complete)
+                     parser_rejects=list(parsed.rejects),
+                     held_back=[*norm.rejects, *gated.rejects],
+                     unknown_labels=norm.unknown_labels, complete=parsed.complete,
+                     fetch_errors=fetch_errors)
 
 
 def _finish(provider: str, run_id: str, mode: str, started: datetime, status: str,
@@ -221,32 +306,69 @@ def _finish(provider: str, run_id: str, mode: str, started: datetime, status: st
 def load(con: duckdb.DuckDBPyConnection, c: Collected, *, run_id: str, mode: str,
          settings: Settings) -> RunRecord:
     """Gate the refresh as a whole, then merge it: offers, quarantine and run log in one
-    transaction. A refused or failed load leaves the stored offers as they were."""
+    transaction. A refused or failed load leaves the stored offers as they were.
+
+    A loaded refresh closes only offers it saw vanish: rows that were read but not loaded keep
+    their offer open (see `quality.unread_rows`), and the run log's `error` says what was held
+    back or not read.
+    """
     counts = dict(captures=c.captures, offers_parsed=c.offers_parsed,
                   unknown_labels=c.unknown_labels,
                   observed_at=max((o.observed_at for o in c.offers), default=None))
-    refusal = refresh_refusal(len(c.offers), last_good_count(con, c.provider), settings)
+    stored = open_offer_prices(con, c.provider)
+    absurd = sum(r.reason.startswith(ABSURD) for r in c.held_back)
+    band = gate_prices(c.offers, gpu_price_medians(con), stored, settings, absurd=absurd)
+    refusal = band.refusal or refresh_refusal(len(band.offers),
+                                              last_good_count(con, c.provider), settings)
     if refusal:
         # The refused offers are kept for review; the stored offers stay as they were.
         held = [Reject(provider=c.provider, offer_key=o.offer_key, reason=f"refused: {refusal}",
                        raw=o.model_dump_json()) for o in c.offers]
+        unread = f" (not read: {c.fetch_errors[0]})" if c.fetch_errors else ""
         record = _finish(c.provider, run_id, mode, c.started_at, "refused", complete=False,
                          quarantined=len(c.rejects) + len(held),
-                         error=f"{c.provider}: {refusal}", **counts)
+                         error=f"{c.provider}: {refusal}{unread}", **counts)
         with transaction(con):
             write_quarantine(con, [*c.rejects, *held], run_id=run_id, at=record.finished_at)
             write_run(con, record)
         return record
+    held_back = [*c.held_back, *band.rejects]
+    unread = unread_rows(c.parser_rejects, held_back, last_loaded_rejects(con, c.provider))
+    incoming = {o.offer_key for o in band.offers}
+    still_open = set(stored) - incoming
+    complete = c.complete
+    notes = []
+    unseen = still_open - unread.keep_open  # what a complete refresh would close as vanished
+    if not c.complete and unseen:  # (an incompleteness that kept nothing open is only logged
+        # in `complete`: the data is the same either way)
+        cause = f" ({c.fetch_errors[0]})" if c.fetch_errors else ""
+        notes.append(f"incomplete: not every page or part of the source was read{cause}, so "
+                     f"the {_count(len(unseen), 'offer')} not seen stay open")
+    if complete and unread.new_unkeyed and unseen:
+        complete = False
+        notes.append(f"incomplete: rows the parser could not match to an offer are new since "
+                     f"the last good refresh ({unread.new_unkeyed[0]!r}), so the "
+                     f"{_count(len(unseen), 'offer')} not seen stay open")
+    if held_back:
+        notes.append(f"held back {_count(len(held_back), 'row')} (quarantined): "
+                     f"{reason_kinds(held_back)}")
+    unreadable = (unread.keep_open & still_open) - {r.offer_key for r in held_back}
+    if unreadable:
+        why = reason_kinds(r for r in c.parser_rejects if r.offer_key in unreadable)
+        notes.append(f"kept open {_count(len(unreadable), 'offer')} whose rows could not be "
+                     f"read tonight: {why}")
+    rejects = [*c.rejects, *band.rejects]
     try:
         with transaction(con):
-            merged = merge_offers(con, offers_to_table(c.offers), provider=c.provider,
-                                  run_id=run_id, complete=c.complete)
+            merged = merge_offers(con, offers_to_table(band.offers), provider=c.provider,
+                                  run_id=run_id, complete=complete, keep_open=unread.keep_open)
             record = _finish(c.provider, run_id, mode, c.started_at, "ok",
-                             complete=c.complete, offers_loaded=len(c.offers),
+                             complete=complete, offers_loaded=len(band.offers),
                              new_offers=merged.new, changed_offers=merged.changed,
                              unchanged_offers=merged.unchanged, closed_offers=merged.closed,
-                             quarantined=len(c.rejects), **counts)
-            write_quarantine(con, c.rejects, run_id=run_id, at=record.finished_at)
+                             quarantined=len(rejects), error="; ".join(notes) or None,
+                             **counts)
+            write_quarantine(con, rejects, run_id=run_id, at=record.finished_at)
             write_run(con, record)
     except GpuscoutError as exc:
         return record_failure(con, c.provider, exc, run_id=run_id, mode=mode,
@@ -254,13 +376,18 @@ def load(con: duckdb.DuckDBPyConnection, c: Collected, *, run_id: str, mode: str
     return record
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def describe_error(provider: str, exc: BaseException) -> str:
     """The run log's account of a failure: typed errors as they are, anything else located."""
     if isinstance(exc, GpuscoutError):
-        return str(exc)
+        return redact_text(str(exc))
     where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     loc = f" ({Path(where.filename).name}:{where.lineno})" if where else ""
-    return f"{provider}: internal error {type(exc).__name__}: {exc}{loc}"
+    # Any exception may quote what it was handed; known secrets are masked (redaction.py).
+    return redact_text(f"{provider}: internal error {type(exc).__name__}: {exc}{loc}")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -276,16 +403,3 @@ def record_failure(con: duckdb.DuckDBPyConnection, provider: str, exc: BaseExcep
     with transaction(con):
         write_run(con, record)
     return record
-
-
-def refresh_provider(con: duckdb.DuckDBPyConnection, name: str, *, run_id: str, source: Source,
-                     transport: httpx.BaseTransport | None, recorder: ArchiveWriter | None,
-                     settings: Settings, catalog: Catalog,
-                     fx: Mapping[str, float] = USD_ONLY) -> RunRecord:
-    started = now_utc()
-    try:
-        collected = collect(name, source=source, transport=transport, recorder=recorder,
-                            settings=settings, catalog=catalog, fx=fx)
-    except Exception as exc:  # one provider's failure, whatever it is, never stops the others
-        return record_failure(con, name, exc, run_id=run_id, mode=source.mode, started=started)
-    return load(con, collected, run_id=run_id, mode=source.mode, settings=settings)

@@ -28,8 +28,59 @@ class Settings(BaseSettings):
     # cheapest real rows are shared consumer cards (~$0.03); the dearest list prices are ~$15.
     min_usd_per_gpu_hour: float = Field(0.01, gt=0)
     max_usd_per_gpu_hour: float = Field(100.0, gt=0)
+    # Row gate: VRAM per GPU and GPUs per offer beyond these are not a machine anyone rents (the
+    # largest today: 288 GB per GPU, 16 GPUs per offer) but a misread field.
+    max_vram_gb: float = Field(1024.0, gt=0)
+    max_gpu_count: float = Field(1024.0, gt=0)
+    # Price band, per canonical GPU: a row more than `price_band_factor` times above or below
+    # the median USD per GPU-hour of that GPU's open offers across all providers (the last good
+    # data, when at least `price_band_min_offers` offers make the median) is quarantined. Real
+    # offers of one GPU spread up to ~12x (old spot listings vs hyperscaler list prices); unit
+    # mistakes are 60x (per minute), 100x (cents), 730x (per month).
+    price_band_factor: float = Field(20.0, gt=1)
+    price_band_min_offers: int = Field(3, ge=1)
+    # Refresh gate: a row "jumped" when its price is absurd, outside its GPU's band, or more
+    # than `price_jump_factor` times above or below the same offer's last good price. When more
+    # than `price_jump_refuse_share` of the rows that can be checked jumped (and at least
+    # `price_jump_min_rows` can), prices moved as a whole - a unit or currency change upstream,
+    # per-instance read as per-GPU - and the refresh is refused rather than loaded. One offer
+    # changing its price, even 10x, is loaded (and quarantined only when out of band).
+    price_jump_factor: float = Field(3.0, gt=1)
+    price_jump_refuse_share: float = Field(0.5, gt=0, le=1)
+    price_jump_min_rows: int = Field(3, ge=1)
 
 
 def credentials(names: tuple[str, ...]) -> dict[str, str]:
-    """The provider secrets that are set, by variable name."""
-    return {n: os.environ[n] for n in names if os.environ.get(n)}
+    """The provider secrets that are set, by variable name.
+
+    From the environment; with `GPUSCOUT_SECRET_BLOCKS=1`, a variable that is not set is read
+    from the Prefect Secret block of the same name in lower kebab case (`RUNPOD_API_KEY` ->
+    `runpod-api-key`), so a deployment keeps its keys in Prefect rather than in its
+    environment. Either way the refresh masks every value it got in whatever it logs, archives
+    or stores (adapters/redaction.py).
+    """
+    found = {n: os.environ[n] for n in names if os.environ.get(n)}
+    missing = [n for n in names if n not in found]
+    if missing and os.environ.get("GPUSCOUT_SECRET_BLOCKS", "").lower() in ("1", "true", "yes"):
+        found.update(_secret_blocks(missing))
+    return found
+
+
+def secret_block_name(variable: str) -> str:
+    return variable.lower().replace("_", "-")
+
+
+def _secret_blocks(names: list[str]) -> dict[str, str]:
+    try:  # prefect is the flows' extra, imported only when asked for
+        from prefect.blocks.system import Secret
+    except ImportError:
+        return {}
+    out = {}
+    for name in names:
+        try:
+            value = Secret.load(secret_block_name(name)).get()
+        except Exception:  # no such block, no Prefect API: the key stays unset
+            continue
+        if isinstance(value, str) and value:
+            out[name] = value
+    return out

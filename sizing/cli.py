@@ -49,6 +49,9 @@ FlashOpt = Annotated[bool, typer.Option(
     "--flash-attention/--no-flash-attention", help="FlashAttention/SDPA vs eager attention")]
 ChunkedOpt = Annotated[bool, typer.Option(
     "--chunked-loss/--no-chunked-loss", help="fused/chunked cross-entropy (Liger-style)")]
+PackedOpt = Annotated[bool, typer.Option(
+    "--packed/--variable-lengths", help="sequences packed to --seq-len, or batches of varying "
+                                        "length (the allocator then keeps stale loss segments)")]
 GpusOpt = Annotated[int, typer.Option("--gpus", help="number of GPUs")]
 ShardingOpt = Annotated[str, typer.Option(
     "--sharding", help="none|ddp|zero1|zero2|zero3|fsdp")]
@@ -95,7 +98,8 @@ def job_from_options(*, model: str | None = None, config: Path | None = None,
                      double_quant: bool = True, optimizer: str = "adamw",
                      mixed_precision: bool = True, batch_size: int = 1, seq_len: int = 2048,
                      grad_accum: int = 1, grad_checkpointing: bool = True,
-                     flash_attention: bool = True, chunked_loss: bool = False, gpus: int = 1,
+                     flash_attention: bool = True, chunked_loss: bool = False,
+                     packed: bool = False, gpus: int = 1,
                      sharding: str = "none", offload: str = "none",
                      ) -> tuple[Architecture, JobSpec, list[str]]:
     """The architecture, validated job and warnings for a set of command-line options."""
@@ -109,7 +113,8 @@ def job_from_options(*, model: str | None = None, config: Path | None = None,
         "double_quant": double_quant, "optimizer": _choice("optimizer", optimizer),
         "mixed_precision": mixed_precision, "batch_size": batch_size, "seq_len": seq_len,
         "grad_accum": grad_accum, "grad_checkpointing": grad_checkpointing,
-        "flash_attention": flash_attention, "chunked_loss": chunked_loss, "gpus": gpus,
+        "flash_attention": flash_attention, "chunked_loss": chunked_loss,
+        "variable_lengths": not packed, "gpus": gpus,
         "sharding": _choice("sharding", sharding), "offload": _choice("offload", offload),
     }
     return arch, JobSpec(**fields), warnings
@@ -195,7 +200,8 @@ def estimate_command(
     optimizer: OptimizerOpt = "adamw", mixed_precision: MixedOpt = True,
     batch_size: BatchOpt = 1, seq_len: SeqOpt = 2048, grad_accum: AccumOpt = 1,
     grad_checkpointing: CheckpointOpt = True, flash_attention: FlashOpt = True,
-    chunked_loss: ChunkedOpt = False, gpus: GpusOpt = 1, sharding: ShardingOpt = "none",
+    chunked_loss: ChunkedOpt = False, packed: PackedOpt = False, gpus: GpusOpt = 1,
+    sharding: ShardingOpt = "none",
     offload: OffloadOpt = "none", gpu: GpuOpt = None, tokens: TokensOpt = None,
     output_format: FormatOpt = "table",
 ) -> None:
@@ -211,7 +217,7 @@ def estimate_command(
         lora_targets=lora_targets, dtype=dtype, quant=quant, double_quant=double_quant,
         optimizer=optimizer, mixed_precision=mixed_precision, batch_size=batch_size,
         seq_len=seq_len, grad_accum=grad_accum, grad_checkpointing=grad_checkpointing,
-        flash_attention=flash_attention, chunked_loss=chunked_loss, gpus=gpus,
+        flash_attention=flash_attention, chunked_loss=chunked_loss, packed=packed, gpus=gpus,
         sharding=sharding, offload=offload)
     spec = load_gpu(gpu) if gpu else None
     if tokens is not None and tokens < 1:

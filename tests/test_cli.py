@@ -153,3 +153,13 @@ def test_providers_lists_every_registered_provider(db: Path) -> None:
     for r in rows:
         assert r["last_status"] == "ok" and not r["stale"] and r["offers"] > 0
         assert r["last_success_at"] is not None
+
+
+def test_estimate_packed_data_has_no_stale_loss_segments() -> None:
+    args = ["estimate", "--model", "qwen/qwen-7b-chat", "--method", "lora", "--seq-len", "8192",
+            "--format", "json"]
+    varied = json.loads(_cli(*args))
+    packed = json.loads(_cli(*args, "--packed"))
+    assert varied["breakdown"]["stale_loss_segments"] > 0
+    assert packed["breakdown"]["stale_loss_segments"] == 0
+    assert packed["peak_gb_per_gpu"] < varied["peak_gb_per_gpu"]

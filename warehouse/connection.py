@@ -1,15 +1,45 @@
-"""Opening the warehouse: a DuckDB file, migrated on open for writers, read-only for readers."""
+"""Opening the warehouse: readers read the published file; a writer works on a private copy.
+
+DuckDB lets one process hold a database file for writing, and a read-only open fails while a
+writer holds it. So no writer ever opens the published file:
+
+- `connect(path, read_only=True)` opens the published file read-only. Any number of readers, in
+  any number of processes, at any time, including while a refresh writes.
+- `connect(path)` is a write session. It takes the writer lock `<path>.lock` (an exclusive
+  `flock`; a second writer is refused with `WarehouseBusyError` rather than overwriting the first
+  one's work), copies the published file to `<path>.next`, migrates the copy and yields it. When
+  the session ends the copy is rolled back to its last commit, CHECKPOINTed (no WAL left), closed,
+  fsynced and renamed over the published file (`os.replace`, atomic on POSIX). Readers that
+  opened the old file keep reading it; new readers see the new one.
+- A writer that dies at any point (SIGKILL, power loss) leaves the published file as it was; the
+  next writer discards the half-written copy. The lock is released by the kernel when its holder
+  dies, so it never goes stale.
+
+A database URI (MotherDuck's `md:name`) and `:memory:` are opened directly, as DuckDB does.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
 from pipeline.errors import DataError
 from warehouse.migrate import migrate
+
+LOCK_SUFFIX = ".lock"
+STAGING_SUFFIX = ".next"
+WAL_SUFFIX = ".wal"
+
+
+class WarehouseBusyError(DataError):
+    """Another process (or thread) holds the warehouse's writer lock."""
 
 
 def _is_uri(target: str) -> bool:
@@ -18,28 +48,225 @@ def _is_uri(target: str) -> bool:
     return ":" in target and len(head) > 1 and "/" not in head
 
 
+def _is_file(target: str) -> bool:
+    return target != ":memory:" and not _is_uri(target)
+
+
+def _real(path: Path | str) -> Path:
+    """The published file: symlinks resolved, so the copy is made next to the real file."""
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def _sidecar(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+# -- the writer lock ----------------------------------------------------------------------------
+
+# Locks this process holds: published file -> (owning thread, depth). An flock belongs to an
+# open file, so a second flock from the same process on another descriptor would conflict with
+# the first; this makes the lock re-entrant for the thread that holds it.
+_held: dict[Path, tuple[int, int]] = {}
+_held_guard = threading.Lock()
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holder(lock: Path) -> str:
+    try:
+        text = lock.read_text("utf-8").strip()
+    except OSError:
+        text = ""
+    return text or "another process"
+
+
+@contextmanager
+def writer_lock(path: Path | str) -> Iterator[None]:
+    """Hold the warehouse's writer lock for the block; a no-op for `:memory:` and URIs.
+
+    Re-entrant within one thread (a refresh holds it from its first fetch to its last load, and
+    its write session takes it again). Raises `WarehouseBusyError` at once when another process
+    or thread holds it: writes are never queued behind, or mixed with, another writer's.
+    """
+    if not _is_file(str(path)):
+        yield
+        return
+    real = _real(path)
+    me = threading.get_ident()
+    with _held_guard:
+        owner = _held.get(real)
+        if owner is not None and owner[0] != me:
+            raise WarehouseBusyError(f"warehouse {path} is being written by another thread of "
+                                     "this process; try again when it finishes")
+        if owner is not None:
+            _held[real] = (me, owner[1] + 1)
+    if owner is not None:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                depth = _held[real][1]
+                _held[real] = (me, depth - 1)
+        return
+    real.parent.mkdir(parents=True, exist_ok=True)
+    lock = _sidecar(real, LOCK_SUFFIX)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not _try_lock(fd):
+            raise WarehouseBusyError(
+                f"warehouse {path} is being written by {_holder(lock)}: only one refresh writes "
+                "at a time; try again when it finishes (readers are not affected)")
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC\n"
+                 .encode())
+        with _held_guard:
+            _held[real] = (me, 1)
+        try:
+            yield
+        finally:
+            with _held_guard:
+                del _held[real]
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+# -- connections --------------------------------------------------------------------------------
+
+# Published files with a write session open in this process: sessions do not nest.
+_sessions: set[Path] = set()
+
+
+def _open(target: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(target, read_only=read_only)
+    except duckdb.IOException as exc:
+        raise DataError(f"cannot open warehouse {target}: {exc}") from exc
+
+
 @contextmanager
 def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Yield a connection; a writer is migrated first and checkpointed on close.
+    """Yield a connection: read-only on the published file, or a write session (see above).
 
     A read-only open of a file that does not exist is a `DataError` (run a refresh first)
     rather than DuckDB's generic IO error.
     """
     target = str(path)
-    if target != ":memory:" and not _is_uri(target):
-        p = Path(target)
-        if read_only and not p.exists():
-            raise DataError(f"no warehouse at {p}: run `gpuscout refresh` first (or pass --db)")
-        p.parent.mkdir(parents=True, exist_ok=True)
+    if not _is_file(target):
+        con = _open(target, read_only=read_only)
+        try:
+            if not read_only:
+                migrate(con)
+            yield con
+            if not read_only:
+                con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        return
+    if read_only:
+        if not Path(target).exists():
+            raise DataError(f"no warehouse at {target}: run `gpuscout refresh` first (or pass "
+                            "--db)")
+        con = _open(target, read_only=True)
+        try:
+            yield con
+        finally:
+            con.close()
+        return
+    with writer_lock(target):
+        real = _real(target)
+        if real in _sessions:
+            raise DataError(f"a write session on {target} is already open in this process")
+        _sessions.add(real)
+        try:
+            with _write_session(real) as con:
+                yield con
+        finally:
+            _sessions.discard(real)
+
+
+@contextmanager
+def _write_session(real: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    staging = _sidecar(real, STAGING_SUFFIX)
+    _discard(staging)  # a copy a killed writer left behind
+    if real.exists():
+        _recover_wal(real)
+        shutil.copyfile(real, staging)
+        shutil.copymode(real, staging)
+    con = _open(str(staging), read_only=False)
+    checkpointed = False
     try:
-        con = duckdb.connect(target, read_only=read_only)
-    except duckdb.IOException as exc:
-        raise DataError(f"cannot open warehouse {target}: {exc}") from exc
-    try:
-        if not read_only:
-            migrate(con)
+        migrate(con)
         yield con
-        if not read_only:
-            con.execute("CHECKPOINT")  # flush the WAL so the file alone is a complete copy
+    finally:
+        # Whatever ended the session, what was committed is published and what was not is
+        # dropped: the same all-or-nothing per transaction as a file written in place.
+        try:
+            with suppress(duckdb.Error):  # no transaction open
+                con.execute("ROLLBACK")
+            con.execute("CHECKPOINT")
+            checkpointed = True
+        finally:
+            con.close()
+        if checkpointed:
+            _publish(staging, real)
+
+
+def _publish(staging: Path, real: Path) -> None:
+    if _sidecar(staging, WAL_SUFFIX).exists():
+        raise DataError(f"warehouse copy {staging} still has a WAL after CHECKPOINT; "
+                        "not published, the warehouse is unchanged")
+    _fsync(staging)
+    os.replace(staging, real)
+    _fsync_dir(real.parent)
+
+
+def _recover_wal(real: Path) -> None:
+    """Fold a WAL left next to the published file (by a pre-copy-on-write writer, or another
+    tool) into it first, so that the copy holds everything the file holds."""
+    if not _sidecar(real, WAL_SUFFIX).exists():
+        return
+    con = _open(str(real), read_only=False)
+    try:
+        con.execute("CHECKPOINT")
     finally:
         con.close()
+
+
+def _discard(staging: Path) -> None:
+    for p in (staging, _sidecar(staging, WAL_SUFFIX)):
+        p.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

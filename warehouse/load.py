@@ -70,10 +70,12 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: str,
-                 run_id: str, complete: bool) -> MergeCounts:
+                 run_id: str, complete: bool, keep_open: Sequence[str] = ()) -> MergeCounts:
     """Merge one provider's offers into the change-only history.
 
     `complete` says every page was read; only then are offers that were not seen closed.
+    `keep_open` are offer keys that were read but held back (quarantined): they were not seen
+    vanishing, so even a complete refresh leaves their open version as it is.
     Raises OutOfOrderError when the offers are older than the provider's stored state (an old
     archive replayed after a newer one), which would otherwise rewrite history backwards.
     """
@@ -84,6 +86,8 @@ def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: 
         con.execute(statement("stage_offers"))
     finally:
         con.unregister("incoming")
+    con.execute("CREATE OR REPLACE TEMP TABLE keep_open AS "
+                "SELECT unnest($1::VARCHAR[]) AS offer_key", [sorted(set(keep_open))])
     older = con.execute(statement("older_than_stored"), [provider]).fetchone()
     if offers.num_rows and older:
         raise OutOfOrderError(
@@ -188,3 +192,23 @@ def replace_gpu_catalog(con: duckdb.DuckDBPyConnection, gpus_csv: Path) -> None:
 def last_good_count(con: duckdb.DuckDBPyConnection, provider: str) -> int | None:
     row = con.execute(statement("last_good_count"), [provider]).fetchone()
     return int(row[0]) if row else None
+
+
+def gpu_price_medians(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[float, int]]:
+    """Canonical GPU -> (median USD per GPU-hour of its open offers, how many offers)."""
+    rows = con.execute(statement("gpu_price_medians")).fetchall()
+    return {gpu: (float(median), int(n)) for gpu, median, n in rows}
+
+
+def last_loaded_rejects(con: duckdb.DuckDBPyConnection,
+                        provider: str) -> list[tuple[str | None, str]]:
+    """(offer_key, reason) of the rows the provider's last loaded refresh quarantined."""
+    return [(key, reason) for key, reason in
+            con.execute(statement("last_loaded_rejects"), [provider]).fetchall()]
+
+
+def open_offer_prices(con: duckdb.DuckDBPyConnection,
+                      provider: str) -> dict[str, tuple[float, str]]:
+    """offer_key -> (price per GPU-hour in the provider's currency, currency), open versions."""
+    rows = con.execute(statement("open_offer_prices"), [provider]).fetchall()
+    return {key: (float(price), currency) for key, price, currency in rows}

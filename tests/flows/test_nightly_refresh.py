@@ -29,6 +29,7 @@ def _runs(db: Path) -> dict[str, str]:
 def test_full_flow_on_bundled_snapshots(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     result = nightly_refresh(db=str(db), archive_root=str(tmp_path / "archive"), offline=True,
+                             report_root=None,
                              night="2026-12-01")
     assert result["status"] == "ok"
     assert set(result["providers"].values()) == {"ok"}
@@ -37,18 +38,22 @@ def test_full_flow_on_bundled_snapshots(tmp_path: Path) -> None:
     night = tmp_path / "archive" / "2026-12-01"
     assert all((night / p / "manifest.json").exists() for p in result["providers"])
     again = nightly_refresh(db=str(tmp_path / "replayed.duckdb"), archive_root=None,
+                            report_root=None,
                             replay_dir=str(night))
     assert again["offers_loaded"] == result["offers_loaded"]
 
 
-def test_summary_artifact_is_published(tmp_path: Path) -> None:
+def test_summary_artifact_is_published_with_the_report(tmp_path: Path) -> None:
     from prefect.artifacts import Artifact
 
-    nightly_refresh(db=str(tmp_path / "w.duckdb"), archive_root=None, offline=True)
+    nightly_refresh(db=str(tmp_path / "w.duckdb"), archive_root=None, offline=True,
+                    night="2026-12-01", report_root=str(tmp_path / "report"))
     artifact = Artifact.get("nightly-refresh-summary")
     assert artifact is not None
     assert "Cheapest offer per GPU" in str(artifact.data)
     assert "Stale providers" in str(artifact.data)
+    page = tmp_path / "report" / "2026-12-01" / "index.html"
+    assert page.exists() and page.as_uri() in str(artifact.data)
 
 
 def test_one_failing_provider_does_not_fail_the_others(tmp_path: Path,
@@ -60,7 +65,7 @@ def test_one_failing_provider_does_not_fail_the_others(tmp_path: Path,
 
     monkeypatch.setattr(flow_mod, "collect", collect)
     db = tmp_path / "w.duckdb"
-    result = nightly_refresh(db=str(db), archive_root=None, offline=True)
+    result = nightly_refresh(db=str(db), archive_root=None, offline=True, report_root=None)
     assert result["status"] == "partial"
     runs = _runs(db)
     assert runs.pop("vastai") == "failed" and set(runs.values()) == {"ok"}
@@ -79,7 +84,7 @@ def test_transient_error_is_retried_and_succeeds(tmp_path: Path,
 
     monkeypatch.setattr(flow_mod, "collect", collect)
     result = nightly_refresh(providers=["lambda"], db=str(tmp_path / "w.duckdb"),
-                             archive_root=None, offline=True)
+                             archive_root=None, offline=True, report_root=None)
     assert calls["n"] == 2 and result["providers"] == {"lambda": "ok"}
 
 
@@ -93,7 +98,7 @@ def test_parse_error_is_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(flow_mod, "collect", collect)
     with pytest.raises(Exception, match="no provider loaded"):
         nightly_refresh(providers=["lambda"], db=str(tmp_path / "w.duckdb"),
-                        archive_root=None, offline=True)
+                        archive_root=None, offline=True, report_root=None)
     assert calls["n"] == 1
     assert _runs(tmp_path / "w.duckdb") == {"lambda": "failed"}
 
@@ -106,6 +111,6 @@ def test_flow_calls_the_same_functions_as_the_cli() -> None:
 def test_schedule_is_nightly_cron_with_parameters() -> None:
     schedule = nightly_schedule()
     assert schedule.cron == NIGHTLY_CRON and schedule.timezone == "UTC"
-    assert set(schedule.parameters) == {"providers", "db", "archive_root"}
+    assert set(schedule.parameters) == {"providers", "db", "archive_root", "report_root"}
     text = (Path(__file__).parents[2] / "prefect.yaml").read_text()
     assert f'cron: "{NIGHTLY_CRON}"' in text

@@ -7,6 +7,7 @@ SELECT
     count(*) FILTER (WHERE o.offer_key IS NOT NULL AND o.row_hash <> s.row_hash) AS changed_offers,
     count(*) FILTER (WHERE o.row_hash = s.row_hash)                             AS unchanged_offers,
     (SELECT count(*) FROM open_rows r
-      WHERE r.offer_key NOT IN (SELECT offer_key FROM stage))                   AS vanished_offers
+      WHERE r.offer_key NOT IN (SELECT offer_key FROM stage)
+        AND r.offer_key NOT IN (SELECT offer_key FROM keep_open))               AS vanished_offers
 FROM stage s
 LEFT JOIN open_rows o USING (offer_key);
