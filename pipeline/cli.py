@@ -17,6 +17,21 @@ import typer
 from pipeline.errors import GpuscoutError, UserInputError
 from pipeline.output import Format
 from pipeline.report_cli import report_command
+from pipeline.run_options import (
+    CheckpointEveryOpt,
+    DatasetTokensOpt,
+    EpochsOpt,
+    MaxHoursOpt,
+    Objective,
+    ObjectiveOpt,
+    ProviderOpt,
+    RegionOpt,
+    SpotOpt,
+    SpotPolicy,
+    StorageGbOpt,
+    TokensOpt,
+    run_from_options,
+)
 from sizing.cli import (
     AccumOpt,
     BatchOpt,
@@ -224,18 +239,6 @@ def runs(
         render(run_named(con, "runs", {"limit": limit}), format, title="refresh runs")
 
 
-class Objective(StrEnum):
-    cost = "cost"
-    time = "time"
-    balanced = "balanced"
-
-
-class SpotPolicy(StrEnum):
-    allow = "allow"
-    prefer = "prefer"
-    forbid = "forbid"
-
-
 class TableOrJson(StrEnum):
     table = "table"
     json = "json"
@@ -250,22 +253,10 @@ def recommend(
     batch_size: BatchOpt = 1, seq_len: SeqOpt = 2048, grad_accum: AccumOpt = 1,
     grad_checkpointing: CheckpointOpt = True, flash_attention: FlashOpt = True,
     chunked_loss: ChunkedOpt = False, packed: PackedOpt = False, offload: OffloadOpt = "none",
-    tokens: Annotated[float | None, typer.Option(
-        "--tokens", help="training tokens in total")] = None,
-    dataset_tokens: Annotated[float | None, typer.Option(
-        "--dataset-tokens", help="tokens in the dataset (with --epochs)")] = None,
-    epochs: Annotated[float | None, typer.Option("--epochs", min=0, help="passes over the "
-                                                  "dataset")] = None,
-    objective: Annotated[Objective, typer.Option("--objective")] = Objective.cost,
-    max_hours: Annotated[float | None, typer.Option("--max-hours", min=0)] = None,
-    spot: Annotated[SpotPolicy, typer.Option("--spot", help="spot offers")] = SpotPolicy.allow,
-    checkpoint_every: Annotated[float, typer.Option(
-        "--checkpoint-every", min=1, help="minutes between checkpoints")] = 30.0,
-    storage_gb: Annotated[float | None, typer.Option(
-        "--storage-gb", min=0, help="persistent storage during the run [default: base model "
-                                    "+ dataset + 2 checkpoints]")] = None,
-    provider: Annotated[list[str] | None, typer.Option("--provider", "-p")] = None,
-    region: Annotated[str | None, typer.Option("--region")] = None,
+    tokens: TokensOpt = None, dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
+    objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
+    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = 30.0,
+    storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
     explain: Annotated[bool, typer.Option(
         "--explain", help="also list cheaper offers that were rejected, and why")] = False,
@@ -277,25 +268,19 @@ def recommend(
     The parallelism is chosen per offer (one GPU, DDP, ZeRO-2 or ZeRO-3 over its GPUs, more
     nodes only on a fast fabric), so --gpus/--sharding of `estimate` do not apply here.
     """
-    from pipeline.recommend import RecommendRequest, tokens_from_options
     from pipeline.recommend import recommend as run_recommend
     from pipeline.recommend_view import print_recommendation
-    from sizing.cli import job_from_options
     from warehouse.connection import connect
 
-    arch, job, warnings = job_from_options(
+    arch, job, request, warnings = run_from_options(
         model=model, config=config, params=params, method=method, lora_rank=lora_rank,
         lora_targets=lora_targets, dtype=dtype, quant=quant, double_quant=double_quant,
         optimizer=optimizer, mixed_precision=mixed_precision, batch_size=batch_size,
         seq_len=seq_len, grad_accum=grad_accum, grad_checkpointing=grad_checkpointing,
         flash_attention=flash_attention, chunked_loss=chunked_loss, packed=packed,
-        offload="none")
-    if offload != "none":
-        job = job.model_copy(update={"offload": offload})
-    request = RecommendRequest(
-        tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective.value,
-        spot=spot.value, max_hours=max_hours, checkpoint_every_min=checkpoint_every,
-        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit)
+        offload=offload, tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
+        objective=objective, max_hours=max_hours, spot=spot, checkpoint_every=checkpoint_every,
+        storage_gb=storage_gb, provider=provider, region=region, limit=limit)
     with connect(_db(db), read_only=True) as con:
         result = run_recommend(con, arch, job, request)
     if format is TableOrJson.json:

@@ -6,12 +6,25 @@ imported here; plotly, duckdb and the sizing model load when the command runs.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from pipeline.run_options import (
+    CheckpointEveryOpt,
+    DatasetTokensOpt,
+    EpochsOpt,
+    MaxHoursOpt,
+    Objective,
+    ObjectiveOpt,
+    ProviderOpt,
+    RegionOpt,
+    SpotOpt,
+    SpotPolicy,
+    StorageGbOpt,
+    run_from_options,
+)
 from sizing.cli import (
     AccumOpt,
     BatchOpt,
@@ -26,6 +39,7 @@ from sizing.cli import (
     ModelOpt,
     OffloadOpt,
     OptimizerOpt,
+    PackedOpt,
     ParamsOpt,
     QuantOpt,
     RankOpt,
@@ -40,18 +54,6 @@ DEFAULT_BATCH = 4
 DEFAULT_TOKENS = 10**8
 
 
-class ReportObjective(StrEnum):
-    cost = "cost"
-    time = "time"
-    balanced = "balanced"
-
-
-class ReportSpot(StrEnum):
-    allow = "allow"
-    prefer = "prefer"
-    forbid = "forbid"
-
-
 def report_command(
     out: Annotated[Path, typer.Option(
         "--out", help="directory to write index.html into (created if missing)",
@@ -64,24 +66,14 @@ def report_command(
     optimizer: OptimizerOpt = "adamw", mixed_precision: MixedOpt = True,
     batch_size: BatchOpt = DEFAULT_BATCH, seq_len: SeqOpt = 2048, grad_accum: AccumOpt = 1,
     grad_checkpointing: CheckpointOpt = True, flash_attention: FlashOpt = True,
-    chunked_loss: ChunkedOpt = False, offload: OffloadOpt = "none",
+    chunked_loss: ChunkedOpt = False, packed: PackedOpt = False, offload: OffloadOpt = "none",
     tokens: Annotated[float | None, typer.Option(
         "--tokens", help=f"training tokens in total [default: {DEFAULT_TOKENS:.0e} unless "
                          "--dataset-tokens]")] = None,
-    dataset_tokens: Annotated[float | None, typer.Option(
-        "--dataset-tokens", help="tokens in the dataset (with --epochs)")] = None,
-    epochs: Annotated[float | None, typer.Option(
-        "--epochs", min=0, help="passes over the dataset")] = None,
-    objective: Annotated[ReportObjective, typer.Option("--objective")] = ReportObjective.cost,
-    max_hours: Annotated[float | None, typer.Option("--max-hours", min=0)] = None,
-    spot: Annotated[ReportSpot, typer.Option("--spot", help="spot offers")] = ReportSpot.allow,
-    checkpoint_every: Annotated[float, typer.Option(
-        "--checkpoint-every", min=1, help="minutes between checkpoints")] = 30.0,
-    storage_gb: Annotated[float | None, typer.Option(
-        "--storage-gb", min=0, help="persistent storage during the run [default: base model "
-                                    "+ dataset + 2 checkpoints]")] = None,
-    provider: Annotated[list[str] | None, typer.Option("--provider", "-p")] = None,
-    region: Annotated[str | None, typer.Option("--region")] = None,
+    dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
+    objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
+    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = 30.0,
+    storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
     limit: Annotated[int, typer.Option(
         "--limit", min=1, help="offers in the recommendation")] = 10,
     top_gpus: Annotated[int, typer.Option(
@@ -93,26 +85,21 @@ def report_command(
     The job defaults to QLoRA of meta-llama/Llama-3.1-8B, batch 4, on 1e8 tokens; --model,
     --config or --params replace the model. The page needs no network to open.
     """
-    from pipeline.recommend import RecommendRequest, tokens_from_options
     from pipeline.report import generate_report
-    from sizing.cli import job_from_options
 
     if model is None and config is None and params is None:
         model = DEFAULT_MODEL
     if tokens is None and dataset_tokens is None:
         tokens = DEFAULT_TOKENS
-    arch, job, warnings = job_from_options(
+    arch, job, request, warnings = run_from_options(
         model=model, config=config, params=params, method=method, lora_rank=lora_rank,
         lora_targets=lora_targets, dtype=dtype, quant=quant, double_quant=double_quant,
         optimizer=optimizer, mixed_precision=mixed_precision, batch_size=batch_size,
         seq_len=seq_len, grad_accum=grad_accum, grad_checkpointing=grad_checkpointing,
-        flash_attention=flash_attention, chunked_loss=chunked_loss, offload="none")
-    if offload != "none":  # as in `recommend`: offload applies to whichever sharding is chosen
-        job = job.model_copy(update={"offload": offload})
-    request = RecommendRequest(
-        tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective.value,
-        spot=spot.value, max_hours=max_hours, checkpoint_every_min=checkpoint_every,
-        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit)
+        flash_attention=flash_attention, chunked_loss=chunked_loss, packed=packed,
+        offload=offload, tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
+        objective=objective, max_hours=max_hours, spot=spot, checkpoint_every=checkpoint_every,
+        storage_gb=storage_gb, provider=provider, region=region, limit=limit)
     if db is None:
         from pipeline.settings import Settings
 
