@@ -16,12 +16,12 @@ reason; a body of the wrong shape raises `ParseError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol
 
 from adapters.archive import Capture
 from adapters.http import HttpClient
-from pipeline.models import ParseResult
+from pipeline.models import ParsedOffer, ParseResult, Reject
 
 SourceKind = Literal["api", "html"]
 
@@ -34,3 +34,23 @@ class Adapter(Protocol):
     def fetch(self, client: HttpClient, creds: Mapping[str, str]) -> list[Capture]: ...
 
     def parse(self, captures: Sequence[Capture]) -> ParseResult: ...
+
+
+PageRead = tuple[list[ParsedOffer], list[Reject]] | tuple[list[ParsedOffer], list[Reject], bool]
+
+
+def newest_wins(captures: Sequence[Capture], read: Callable[[Capture], PageRead]) -> ParseResult:
+    """Read every capture, oldest first; when captures repeat an offer key, the newest wins.
+
+    `read` returns a capture's offers and rejects, and optionally whether it was read whole
+    (False: the page was cut short, so the result is incomplete and closes nothing).
+    """
+    newest: dict[str, ParsedOffer] = {}
+    rejects: list[Reject] = []
+    complete = True
+    for capture in sorted(captures, key=lambda c: c.fetched_at):
+        offers, bad, *whole = read(capture)
+        newest.update((o.offer_key, o) for o in offers)
+        rejects.extend(bad)
+        complete = complete and (whole[0] if whole else True)
+    return ParseResult(offers=list(newest.values()), rejects=rejects, complete=complete)

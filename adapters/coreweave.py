@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from adapters.archive import Capture
-from adapters.base import SourceKind
+from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
 from adapters.http import HttpClient
 from pipeline.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
@@ -48,15 +48,7 @@ def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
     """Offers from every capture; when captures repeat an offer key, the newest one wins."""
-    newest: dict[str, ParsedOffer] = {}
-    rejects: list[Reject] = []
-    complete = True
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        offers, bad, whole = _parse_page(capture)
-        newest.update((o.offer_key, o) for o in offers)
-        rejects.extend(bad)
-        complete = complete and whole
-    return ParseResult(offers=list(newest.values()), rejects=rejects, complete=complete)
+    return newest_wins(captures, _parse_page)
 
 
 # -- page -------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from adapters.archive import Capture
-from adapters.base import SourceKind
+from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
 from adapters.http import HttpClient
 from pipeline.models import (
@@ -78,14 +78,8 @@ def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
     """Offers from every capture; when captures repeat an offer key, the newest one wins."""
-    newest: dict[str, ParsedOffer] = {}
-    rejects: list[Reject] = []
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        is_api = urlsplit(capture.url).hostname == API_HOST
-        offers, bad = _parse_sizes(capture) if is_api else _parse_page(capture)
-        newest.update((o.offer_key, o) for o in offers)
-        rejects.extend(bad)
-    return ParseResult(offers=list(newest.values()), rejects=rejects)
+    return newest_wins(captures, lambda c: _parse_sizes(c)
+                       if urlsplit(c.url).hostname == API_HOST else _parse_page(c))
 
 
 # -- pricing page -----------------------------------------------------------------------------

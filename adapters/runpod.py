@@ -51,7 +51,7 @@ from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser
 
 from adapters.archive import Capture
-from adapters.base import SourceKind
+from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
 from adapters.http import HttpClient
 from pipeline.models import (
@@ -134,19 +134,14 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
     A capture is a GraphQL body (JSON) or a pricing page (HTML, told by its first character);
     a page is read from its `__NEXT_DATA__` GPU types, else from its JSON-LD products.
     """
-    newest: dict[str, ParsedOffer] = {}
-    rejects: list[Reject] = []
-    complete = True
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        if capture.text().lstrip("\ufeff \t\r\n").startswith("<"):
-            offers, bad, whole = _page(capture)
-        else:
-            offers, bad = _gpu_type_offers(_gpu_types(capture), capture, None)
-            whole = True
-        newest.update((o.offer_key, o) for o in offers)
-        rejects.extend(bad)
-        complete = complete and whole
-    return ParseResult(offers=list(newest.values()), rejects=rejects, complete=complete)
+    return newest_wins(captures, _read)
+
+
+def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject], bool]:
+    if capture.text().lstrip("\ufeff \t\r\n").startswith("<"):
+        return _page(capture)
+    offers, bad = _gpu_type_offers(_gpu_types(capture), capture, None)
+    return offers, bad, True
 
 
 def _gpu_type_offers(entries: list[Any], capture: Capture,
