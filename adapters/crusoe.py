@@ -28,6 +28,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from adapters.archive import Capture
 from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
+from adapters.html import node_text
 from adapters.http import HttpClient
 from pipeline.models import Interconnect, ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
 
@@ -104,24 +105,24 @@ def _item(item: LexborNode, columns: list[str],
     """The offers and rejects of one list item, and whether it ends before its price cells."""
     raw = item.html or ""
     heading = item.css_first("h4.pricing-item-heading")
-    if heading is None or not _text(heading):
+    if heading is None or not node_text(heading):
         return [Reject(provider=NAME, reason="item without a GPU heading", raw=raw)], False
     cells = item.css(".pricing-rich")
     if not cells:
-        return [Reject(provider=NAME, raw=raw, reason=f"{_text(heading)!r} has no price "
+        return [Reject(provider=NAME, raw=raw, reason=f"{node_text(heading)!r} has no price "
                        "cells")], True
     if len(cells) != len(columns):
-        return [Reject(provider=NAME, raw=raw, reason=f"{_text(heading)!r}: expected "
+        return [Reject(provider=NAME, raw=raw, reason=f"{node_text(heading)!r}: expected "
                        f"{len(columns)} price cells, found {len(cells)}")], False
-    tags = [_text(t) for t in item.css(".pricing-tag")]
+    tags = [node_text(t) for t in item.css(".pricing-tag")]
     vram = next((float(m.group(1)) for t in tags if (m := VRAM_RE.match(t))), None)
     systems = [t for t in tags if not VRAM_RE.match(t)]
-    label = " ".join([_text(heading), *systems])
+    label = " ".join([node_text(heading), *systems])
     if vram is None:
         return [Reject(provider=NAME, raw=raw, reason=f"no VRAM tag for {label!r}")], False
     results: list[ParsedOffer | Reject] = []
     for column, cell in zip(columns, cells, strict=True):
-        text = _text(cell)
+        text = node_text(cell)
         if text.lower() in NOT_OFFERED:
             continue
         if column not in COLUMNS:
@@ -166,12 +167,7 @@ def _offer(capture: Capture, *, key: str, label: str, vram: float, systems: list
 
 def _headings(block: LexborNode) -> list[str]:
     heading = block.css_first(".pricing-table-heading")
-    return [_text(h) for h in heading.css(".pricing-heading")] if heading is not None else []
-
-
-def _text(node: LexborNode) -> str:
-    # Collapses runs of whitespace, &nbsp; included (str.split knows Unicode spaces).
-    return " ".join(node.text(separator=" ").split())
+    return [node_text(h) for h in heading.css(".pricing-heading")] if heading is not None else []
 
 
 def _error(capture: Capture, message: str, field: str) -> ParseError:

@@ -25,6 +25,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from adapters.archive import Capture
 from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
+from adapters.html import node_text
 from adapters.http import HttpClient
 from pipeline.models import ParsedOffer, ParseResult, PricingModel, Reject
 
@@ -57,7 +58,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     table = LexborHTMLParser(capture.text()).css_first(TABLE)
     if table is None:
         raise _error(capture, "no <table class=\"pricing_table\">", TABLE)
-    heads = [_text(th) for th in table.css("thead th")]
+    heads = [node_text(th) for th in table.css("thead th")]
     columns = _columns(heads)
     for required in ("vram", "on_demand"):
         if required not in columns.values():
@@ -102,8 +103,8 @@ def _row(capture: Capture, row: LexborNode, heads: list[str],
          columns: dict[int, str]) -> list[ParsedOffer | Reject]:
     raw = row.html or ""
     model_cell = row.css_first("th")
-    label = _text(model_cell) if model_cell is not None else ""
-    cells = [label, *(_text(td) for td in row.css("td"))]
+    label = node_text(model_cell) if model_cell is not None else ""
+    cells = [label, *(node_text(td) for td in row.css("td"))]
     if not label:
         return [Reject(provider=NAME, raw=raw, reason="row without a model name")]
     if len(cells) != len(heads):
@@ -147,11 +148,6 @@ def _row(capture: Capture, row: LexborNode, heads: list[str],
             results.append(Reject(provider=NAME, raw=raw, offer_key=key,
                                   reason=f"invalid offer: {exc.errors()[0]['msg']}"))
     return results
-
-
-def _text(node: LexborNode) -> str:
-    # Collapses runs of whitespace, &nbsp; included (str.split knows Unicode spaces).
-    return " ".join(node.text(separator=" ").split())
 
 
 def _error(capture: Capture, message: str, field: str) -> ParseError:

@@ -30,6 +30,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from adapters.archive import Capture
 from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
+from adapters.html import node_text
 from adapters.http import HttpClient
 from pipeline.models import Interconnect, ParsedOffer, ParseResult, PricingModel, Reject
 
@@ -75,7 +76,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     sections: dict[str, list[list[_Row]]] = {}
     rejects: list[Reject] = []
     for card in tree.css(".page-price_card_main"):
-        heads = [_text(h).lower() for h in card.css(".page-price_card_head_item")]
+        heads = [node_text(h).lower() for h in card.css(".page-price_card_head_item")]
         if not heads or heads[0] != GPU_COLUMN:
             continue  # a CPU or storage card
         rows, bad = _rows(card, heads)
@@ -130,7 +131,7 @@ def _rows(card: LexborNode, heads: list[str]) -> tuple[list[_Row], list[Reject]]
     rows: list[_Row] = []
     rejects: list[Reject] = []
     for item in card.css(".page-price_card_row_item"):
-        cells = [_text(c) for c in item.css(".page-price_card_row_item_col")]
+        cells = [node_text(c) for c in item.css(".page-price_card_row_item_col")]
         raw = item.html or ""
         if len(cells) != len(heads):
             rejects.append(Reject(provider=NAME, raw=raw, reason=f"expected {len(heads)} "
@@ -178,8 +179,3 @@ def _key(label: str, model: str) -> str:
 
 def _number(text: str | None) -> float | None:
     return float(text) if text and NUMBER_RE.match(text) else None
-
-
-def _text(node: LexborNode) -> str:
-    # Collapses runs of whitespace, &nbsp; included (str.split knows Unicode spaces).
-    return " ".join(node.text(separator=" ").split())

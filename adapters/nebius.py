@@ -22,11 +22,12 @@ import re
 from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborHTMLParser
 
 from adapters.archive import Capture
 from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
+from adapters.html import node_text
 from adapters.http import HttpClient
 from pipeline.models import Interconnect, ParsedOffer, ParseResult, PricingModel, Reject
 
@@ -73,7 +74,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     gpu_tables = []
     for table in tree.css(TABLE):
         head = table.css_first(HEAD_ROW)
-        heads = [_text(c).lower() for c in head.css(CELL)] if head is not None else []
+        heads = [node_text(c).lower() for c in head.css(CELL)] if head is not None else []
         if any(h.endswith(PRICE_UNIT) for h in heads):
             gpu_tables.append((table, heads))
     if not gpu_tables:
@@ -92,7 +93,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
         if not rows:
             raise _error(capture, "GPU price table without rows", "row")
         for row in rows:
-            cells = [_text(c) for c in row.css(CELL)]
+            cells = [node_text(c) for c in row.css(CELL)]
             raw = row.html or ""
             if len(cells) != len(heads):
                 rejects.append(Reject(provider=NAME, raw=raw, reason=f"expected {len(heads)} "
@@ -159,11 +160,6 @@ def _offer(capture: Capture, *, key: str, item: str, model: PricingModel, per_gp
     except ValidationError as exc:
         return Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}", raw=raw,
                       offer_key=key)
-
-
-def _text(node: LexborNode) -> str:
-    # Collapses runs of whitespace, &nbsp; included (str.split knows Unicode spaces).
-    return " ".join(node.text(separator=" ").split())
 
 
 def _error(capture: Capture, message: str, field: str) -> ParseError:

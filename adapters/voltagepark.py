@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborHTMLParser
 
 from adapters.archive import Capture
 from adapters.base import SourceKind, newest_wins
 from adapters.errors import ParseError
+from adapters.html import node_text
 from adapters.http import HttpClient
 from pipeline.models import (
     Interconnect,
@@ -105,10 +106,10 @@ def _cards(tree: LexborHTMLParser) -> list[_Card]:
     for node in tree.css(f".{EYEBROW}, .{PRICE_HEADING}, .{FEATURE}"):
         classes = (node.attributes.get("class") or "").split()
         if EYEBROW in classes:
-            cards.append(_Card(eyebrow=_text(node)))
+            cards.append(_Card(eyebrow=node_text(node)))
         elif cards:  # anything before the first eyebrow belongs to no card
             (cards[-1].prices if PRICE_HEADING in classes else cards[-1].features).append(
-                _text(node))
+                node_text(node))
         if cards:
             cards[-1].raw.append(node.html or "")
     return cards
@@ -154,8 +155,3 @@ def _network(eyebrow: str) -> tuple[NetworkFabric | None, float | None]:
     if "ethernet" in eyebrow.lower():
         return NetworkFabric.ETHERNET, None
     return None, None
-
-
-def _text(node: LexborNode) -> str:
-    # Collapses runs of whitespace, &nbsp; included (str.split knows Unicode spaces).
-    return " ".join(node.text(separator=" ").split())
