@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 TARGET_PARSE_RATIO = 3.0
@@ -432,8 +433,9 @@ def _cli(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]
         return out + ["Not run.", ""]
     out += [
         f"Wall time from exec to exit, median of {next(iter(sec['commands'].values()))['runs']} "
-        f"runs after one warm-up, of `{sec['entry_point']}` (a venv holding gpuscout alone, as "
-        f"a user installs it). A bare `python -c pass` takes {_ms(sec['python_start_s'])}. "
+        f"runs after one warm-up, of `{_repo_relative(sec['entry_point'])}` (a venv holding "
+        f"gpuscout alone, as a user installs it). A bare `python -c pass` takes "
+        f"{_ms(sec['python_start_s'])}. "
         "`offers` reads the queries warehouse above (100 k current offers + history).",
         "",
         "| command | median | min | max | heaviest imports (cumulative ms) |",
@@ -634,3 +636,12 @@ def closing_note(res: dict[str, Any], targets: list[dict[str, Any]]) -> str:
             f"{k} {v:,.0f} s" + (f" (finished {ran[k]} UTC)" if k in ran else "")
             for k, v in durations.items()) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _repo_relative(path: str) -> str:
+    """A path inside the repository, written relative to it (results name no machine paths)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return path
