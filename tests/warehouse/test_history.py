@@ -135,3 +135,16 @@ def _eur(base: dict, rate: float) -> dict:
     usd = base["price"] * rate
     return dict(currency="EUR", price=base["price"], price_usd_per_hour=usd,
                 price_usd_per_gpu_hour=usd / 8)
+
+
+def test_migration_0004_rehashes_like_the_stage(con) -> None:
+    """An upgraded warehouse (md5 hashes) must not see spurious changes on its next refresh."""
+    from warehouse.migrate import MIGRATIONS_DIR
+
+    _load(con, [make_offer("a"), make_offer("b", price=10.0, region=None, vcpus=8.0)])
+    con.execute("UPDATE offer_versions SET row_hash = md5(offer_key)")  # as before 0004
+    con.execute((MIGRATIONS_DIR / "0004_fast_history_writes.sql").read_text())
+    again = _load(con, [make_offer("a", observed_at=T0 + timedelta(days=1)),
+                        make_offer("b", price=10.0, region=None, vcpus=8.0,
+                                   observed_at=T0 + timedelta(days=1))])
+    assert (again.new, again.changed, again.unchanged) == (0, 0, 2)
