@@ -29,6 +29,17 @@ def load_capture(folder: Path, file: str) -> Capture:
                    fetched_at=entry.fetched_at)
 
 
+def with_replaced(capture: Capture, old: str, new: str, *, exactly_once: bool = False) -> Capture:
+    """The capture with `old` replaced by `new` in its body: how a format change would look.
+
+    `old` must occur in the body (exactly once when `exactly_once`), so a test never mutates
+    nothing and passes for the wrong reason.
+    """
+    count = capture.body.count(old.encode())
+    assert count == 1 if exactly_once else count >= 1, (old, count)
+    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+
+
 class OfferInvariants:
     NAME: ClassVar[str]
     # Labels that may come back Unknown from the catalog (no alias, or listed as unmapped).

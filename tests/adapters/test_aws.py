@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from invariants import FIXTURES, OfferInvariants, load_capture
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 from adapters import aws
 from adapters.archive import Capture, ReplayTransport, load_captures
@@ -52,8 +52,7 @@ def _parse(*files: str) -> ParseResult:
 def _mutated(file: str, old: str, new: str, folder: Path = SNAP) -> Capture:
     """A recorded body with one string replaced: how a format change (or a filter case) looks."""
     capture = load_capture(folder, file)
-    assert capture.body.count(old.encode()) >= 1, old
-    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+    return with_replaced(capture, old, new)
 
 
 def _by_key(result: ParseResult) -> dict[str, ParsedOffer]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from invariants import FIXTURES, OfferInvariants, load_capture
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 from adapters import datacrunch
 from adapters.archive import Capture, ReplayTransport
@@ -42,8 +42,7 @@ def _api(*files: str) -> dict[str, ParsedOffer]:
 def _mutated(folder_file: tuple[str, str], old: str, new: str) -> Capture:
     folder, file = folder_file
     capture = load_capture(SNAP if folder == "snap" else FIX, file)
-    assert old.encode() in capture.body
-    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+    return with_replaced(capture, old, new)
 
 
 class TestDataCrunchInvariants(OfferInvariants):

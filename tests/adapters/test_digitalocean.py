@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from invariants import FIXTURES, OfferInvariants, load_capture
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 from adapters import digitalocean
 from adapters.archive import Capture, ReplayTransport
@@ -36,8 +36,7 @@ def _page(capture: Capture | None = None) -> dict[str, ParsedOffer]:
 
 def _mutated(old: str, new: str) -> Capture:
     capture = load_capture(SNAP, PAGE)
-    assert old.encode() in capture.body
-    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+    return with_replaced(capture, old, new)
 
 
 def _sizes_capture(body: bytes | None = None) -> Capture:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from invariants import OfferInvariants, load_capture
+from invariants import OfferInvariants, load_capture, with_replaced
 
 from adapters import lambdalabs
 from adapters.archive import Capture, ReplayTransport
@@ -27,8 +27,7 @@ def _parse(file: str) -> ParseResult:
 def _mutated(file: str, old: str, new: str) -> Capture:
     """A recorded page with one string replaced: how a format change would look."""
     capture = load_capture(SNAP, file)
-    assert old.encode() in capture.body
-    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+    return with_replaced(capture, old, new)
 
 
 def _by_key(offers: list[ParsedOffer]) -> dict[str, ParsedOffer]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from invariants import FIXTURES, OfferInvariants, load_capture
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 from adapters import nebius
 from adapters.archive import Capture, ReplayTransport
@@ -31,8 +31,7 @@ def _capture() -> Capture:
 def _mutated(old: str, new: str) -> Capture:
     """The recorded page with one string replaced: how a format change would look."""
     capture = _capture()
-    assert capture.body.count(old.encode()) == 1
-    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+    return with_replaced(capture, old, new, exactly_once=True)
 
 
 def _parse() -> ParseResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from invariants import OfferInvariants, load_capture
+from invariants import OfferInvariants, load_capture, with_replaced
 
 from adapters import paperspace
 from adapters.archive import Capture, ReplayTransport
@@ -37,8 +37,7 @@ def _offers() -> dict[str, ParsedOffer]:
 
 def _mutated(old: str, new: str) -> Capture:
     capture = load_capture(SNAP, PAGE)
-    assert old.encode() in capture.body
-    return capture.model_copy(update={"body": capture.body.replace(old.encode(), new.encode())})
+    return with_replaced(capture, old, new)
 
 
 class TestPaperspaceInvariants(OfferInvariants):
