@@ -26,15 +26,14 @@ import shutil
 import uuid
 import weakref
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
 import httpx
+from gpuscout.adapters.redaction import redact_url
+from gpuscout.core.errors import FetchError
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
-
-from adapters.errors import FetchError
-from adapters.redaction import redact_url
 
 MANIFEST = "manifest.json"
 # Response headers worth keeping: what the body is, when it changed, and rate-limit state.
@@ -279,6 +278,3 @@ class _VerifiedFileStream(httpx.SyncByteStream):
             raise FetchError(f"archived body {self.entry.file} does not match its sha256",
                              provider=self.path.parent.name, url=self.url, transient=False)
 
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)

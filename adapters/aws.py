@@ -32,14 +32,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import FetchError, ParseError
-from adapters.http import HttpClient
-from pipeline.catalog import Resolved, load_catalog
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.catalog import Resolved, load_catalog
+from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.core.models import (
     NetworkFabric,
     ParsedOffer,
     ParseResult,
@@ -47,6 +45,7 @@ from pipeline.models import (
     PricingModel,
     Reject,
 )
+from pydantic import ValidationError
 
 logger = logging.getLogger(__name__)
 

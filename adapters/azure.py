@@ -27,14 +27,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import FetchError, ParseError
-from adapters.http import HttpClient
-from pipeline.catalog import Resolved, load_catalog
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.catalog import Resolved, load_catalog
+from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.core.models import (
     NetworkFabric,
     ParsedOffer,
     ParseResult,
@@ -43,6 +41,7 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
 
 RETAIL_PRICES_URL = "https://prices.azure.com/api/retail/prices"
 API_VERSION = "2023-01-01-preview"  # filter values are case-sensitive from this version on

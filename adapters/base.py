@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol
 
-from adapters.archive import Capture
-from adapters.http import HttpClient
-from pipeline.models import ParsedOffer, ParseResult, Reject
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.models import ParsedOffer, ParseResult, Reject
 
 SourceKind = Literal["api", "html"]
 

@@ -22,13 +22,11 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     Availability,
     ParsedOffer,
     ParseResult,
@@ -37,6 +35,7 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
 
 MACHINE_TYPES_URL = "https://rest.compute.cudo.org/v1/vms/machine-types"
 

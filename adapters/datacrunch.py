@@ -34,14 +34,11 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     Availability,
     ParsedOffer,
     ParseResult,
@@ -50,6 +47,8 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 PRODUCTS_URL = "https://datacrunch.io/products"
 # API paths (verda SDK: INSTANCE_TYPES_ENDPOINT, /locations, get_availabilities); base URL

@@ -32,14 +32,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
-
-from adapters.archive import Capture
-from adapters.base import SourceKind, newest_wins
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     Availability,
     ParsedOffer,
     ParseResult,
@@ -48,6 +45,8 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 PRICING_URL = "https://www.digitalocean.com/pricing/gpu-droplets"
 API_HOST = "api.digitalocean.com"
@@ -65,7 +64,7 @@ UNIT_RE = re.compile(r"^/\s*GPU\s*/\s*hour\s*(\**)$", re.IGNORECASE)
 SIZE_RE = re.compile(r"^(\d[\d,]*(?:\.\d+)?)\s*(GB|GiB|TB|TiB)\b", re.IGNORECASE)
 COUNT_SUFFIX_RE = re.compile(r"^(.*?)\s*x(\d+)$")
 TERM_RE = re.compile(r"commitment of (\d+) months", re.IGNORECASE)
-# Bytes per unit: RAM and disk are reported in GB (10^9 bytes) as pipeline.models specifies;
+# Bytes per unit: RAM and disk are reported in GB (10^9 bytes) as gpuscout.core.models specifies;
 # VRAM stays the nominal number printed ("80 GB"), as the GPU catalog records it.
 UNIT_BYTES = {"gb": 1e9, "gib": 2**30, "tb": 1e12, "tib": 2**40}
 MIB = 2**20

@@ -19,15 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.html import node_text
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
-
-from adapters.archive import Capture
-from adapters.base import SourceKind, newest_wins
-from adapters.errors import ParseError
-from adapters.html import node_text
-from adapters.http import HttpClient
-from pipeline.models import ParsedOffer, ParseResult, PricingModel, Reject
 
 PRICING_URL = "https://www.fluidstack.io/pricing"
 

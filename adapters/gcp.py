@@ -32,13 +32,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import FetchError, MissingCredentialsError, ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
 from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import FetchError, MissingCredentialsError, ParseError
-from adapters.http import HttpClient
-from pipeline.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
 
 COMPUTE_SERVICE = "6F81-5844-456A"  # Compute Engine in the Cloud Billing Catalog
 SKUS_URL = f"https://cloudbilling.googleapis.com/v1/services/{COMPUTE_SERVICE}/skus"

@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-
-from adapters.archive import (
+from gpuscout.adapters.archive import (
     ARCHIVE_PATH_EXTENSION,
     FETCHED_AT_EXTENSION,
     KEPT_HEADERS,
@@ -33,11 +31,9 @@ from adapters.archive import (
     STREAM_CHUNK,
     ArchiveWriter,
     Capture,
-    now_utc,
     sha256,
 )
-from adapters.errors import AdapterError, FetchError
-from adapters.redaction import (
+from gpuscout.adapters.redaction import (
     RedactingLogFilter,
     StreamRedactor,
     redact_bytes,
@@ -45,6 +41,9 @@ from adapters.redaction import (
     redact_text,
     redact_url,
 )
+from gpuscout.core.clock import now_utc
+from gpuscout.core.errors import AdapterError, FetchError
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 USER_AGENT = "gpuscout/0.1 (GPU price inventory; python-httpx)"
 # httpx logs every request URL (INFO): masked like everything else that is kept.

@@ -25,13 +25,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import MissingCredentialsError, ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import MissingCredentialsError, ParseError
+from gpuscout.core.models import (
     Availability,
     ParsedOffer,
     ParseResult,
@@ -39,6 +37,7 @@ from pipeline.models import (
     PricingModel,
     Reject,
 )
+from pydantic import ValidationError
 
 # The SDK's default region host; it lists every region's rows, Europe included.
 SERVER_META_URL = "https://backendn.jarvislabs.net/misc/server_meta"

@@ -17,14 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
-
-from adapters.archive import Capture
-from adapters.base import SourceKind, newest_wins
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import ParsedOffer, ParseResult, PricingModel, Reject
 
 PRICING_URL = "https://lambda.ai/pricing"
 
@@ -40,7 +39,7 @@ TAB_RE = re.compile(r"^(\d+)\s*x$", re.IGNORECASE)
 PRICE_RE = re.compile(r"^\$\s*(\d[\d,]*(?:\.\d+)?)$")
 PRICE_PER_GPU_RE = re.compile(r"^\$\s*(\d[\d,]*(?:\.\d+)?)\s*/\s*GPU\s*/\s*hr\b", re.IGNORECASE)
 SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(GB|GiB|TB|TiB)\b", re.IGNORECASE)
-# Bytes per unit, to report RAM and disk in GB (10^9 bytes) as pipeline.models specifies.
+# Bytes per unit, to report RAM and disk in GB (10^9 bytes) as gpuscout.core.models specifies.
 UNIT_BYTES = {"gb": 1e9, "gib": 2**30, "tb": 1e12, "tib": 2**40}
 
 

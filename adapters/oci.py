@@ -25,13 +25,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     ParsedOffer,
     ParseResult,
     PriceKind,
@@ -39,6 +37,7 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
 
 SHAPES_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json"
 PRODUCTS_URL = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products"

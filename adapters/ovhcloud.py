@@ -27,13 +27,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
 from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
 
 # subsidiary -> catalog endpoint (no credentials: the order catalog is public)
 CATALOG_URLS: dict[str, str] = {

@@ -23,14 +23,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
-
-from adapters.archive import Capture
-from adapters.base import SourceKind, newest_wins
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     Interconnect,
     ParsedOffer,
     ParseResult,
@@ -39,6 +36,8 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 PRICING_URL = "https://www.paperspace.com/pricing"
 

@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 from typing import cast
 
-from adapters.base import Adapter
+from gpuscout.adapters.base import Adapter
 
 SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
 

@@ -47,14 +47,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser
-
-from adapters.archive import Capture
-from adapters.base import SourceKind, newest_wins
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     ParsedOffer,
     ParseResult,
     PriceKind,
@@ -62,6 +59,8 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser
 
 GRAPHQL_URL = "https://api.runpod.io/graphql"
 GPU_TYPES_QUERY = (

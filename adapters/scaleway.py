@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.core.models import Availability, ParsedOffer, ParseResult, PricingModel, Reject
 from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import FetchError, ParseError
-from adapters.http import HttpClient
-from pipeline.models import Availability, ParsedOffer, ParseResult, PricingModel, Reject
 
 SERVERS_URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers"
 AVAILABILITY_URL = SERVERS_URL + "/availability"

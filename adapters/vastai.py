@@ -30,13 +30,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     Availability,
     ParsedOffer,
     ParseResult,
@@ -45,6 +43,7 @@ from pipeline.models import (
     ProviderData,
     Reject,
 )
+from pydantic import ValidationError
 
 BUNDLES_URL = "https://console.vast.ai/api/v0/bundles/"
 # Every rentable on-demand ask in one request. The limit is gpuhunt's for the same endpoint; a

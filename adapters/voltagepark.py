@@ -23,15 +23,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser
-
-from adapters.archive import Capture
-from adapters.base import SourceKind, newest_wins
-from adapters.errors import ParseError
-from adapters.html import node_text
-from adapters.http import HttpClient
-from pipeline.models import (
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.html import node_text
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     Interconnect,
     NetworkFabric,
     ParsedOffer,
@@ -39,6 +36,8 @@ from pipeline.models import (
     PricingModel,
     Reject,
 )
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser
 
 PRICING_URL = "https://www.voltagepark.com/pricing"
 

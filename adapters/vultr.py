@@ -22,13 +22,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, ProviderData, Reject
 from pydantic import ValidationError
-
-from adapters.archive import Capture
-from adapters.base import SourceKind
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline.models import ParsedOffer, ParseResult, PricingModel, ProviderData, Reject
 
 PLANS_URL = "https://api.vultr.com/v2/plans"
 METAL_URL = "https://api.vultr.com/v2/plans-metal"

@@ -72,9 +72,9 @@ def peak_rss_mb() -> float:
 
 def child(mode: str, path: Path, sha: str) -> dict[str, float | int]:
     """One measured run; imports happen before the baseline is taken."""
-    from adapters import aws
-    from adapters.archive import ArchiveEntry, Capture, ReplayTransport
-    from adapters.http import HttpClient
+    from gpuscout.adapters import aws
+    from gpuscout.adapters.archive import ArchiveEntry, Capture, ReplayTransport
+    from gpuscout.adapters.http import HttpClient
 
     fetched_at = datetime(2024, 5, 28, 20, 35, 22, tzinfo=UTC)
     baseline = peak_rss_mb()

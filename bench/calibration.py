@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sizing.calibration import CalibrationRow, Summary, calibrate, summarize
+from gpuscout.sizing.calibration import CalibrationRow, Summary, calibrate, summarize
 
 REPORT = Path(__file__).parent / "CALIBRATION.md"
 

@@ -28,8 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
-
-from warehouse.arrow import offer_schema
+from gpuscout.warehouse.arrow import offer_schema
 
 # gpu_id -> (base on-demand USD per GPU-hour, gpuhunt gpu_name, SkyPilot AcceleratorName, vendor)
 GPUS: dict[str, tuple[float, str, str, str]] = {
@@ -84,7 +83,7 @@ SEED = 20261202
 
 def market_offers(n: int, *, observed_at: datetime, seed: int = SEED) -> pa.Table:
     """n current offers over PROVIDERS × GPUS, column-wise into the load path's schema."""
-    from pipeline.catalog import load_catalog
+    from gpuscout.core.catalog import load_catalog
 
     catalog = load_catalog()
     rnd = random.Random(seed)

@@ -41,7 +41,8 @@ def wall(cmd: list[str], runs: int) -> list[float]:
 
 def import_costs(python: str, argv: list[str], top: int = 10) -> list[tuple[str, float]]:
     """Cumulative import time (ms) of the outermost imports while `gpuscout argv` runs."""
-    code = f"import sys; sys.argv = {['gpuscout', *argv]!r}; from pipeline.cli import main; main()"
+    code = (f"import sys; sys.argv = {['gpuscout', *argv]!r}; "
+            "from gpuscout.cli.app import main; main()")
     out = subprocess.run([python, "-X", "importtime", "-c", code], cwd=REPO,
                          capture_output=True, text=True)
     costs: dict[str, float] = {}

@@ -20,10 +20,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from warehouse.arrow import offer_schema
-from warehouse.connection import connect
-from warehouse.load import merge_offers, transaction
+from gpuscout.warehouse.arrow import offer_schema
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import merge_offers, transaction
 
 RESULTS = Path(__file__).parent / "RESULTS_LOAD.md"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -146,7 +145,7 @@ class _TimedConnection:
     """A connection whose execute() adds up seconds per statement (warehouse/sql/<name>)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        from warehouse.sqlfiles import SQL_DIR
+        from gpuscout.warehouse.sqlfiles import SQL_DIR
 
         self._con = con
         self._names = {p.read_text("utf-8"): p.stem for p in SQL_DIR.glob("*.sql")}

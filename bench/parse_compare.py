@@ -52,7 +52,7 @@ def byte_scan_candidates(path: Path, chunk: int = 8 << 20) -> int:
     """PROTOTYPE of a faster prefilter (not gpuscout's parser; see RESULTS.md): find the rarest
     needle in 8 MB binary blocks with bytes.find and cut out only the lines that hold it,
     instead of decoding and testing every line. Counts the lines that hold every needle."""
-    from adapters.aws import LINE_NEEDLES
+    from gpuscout.adapters.aws import LINE_NEEDLES
 
     needles = [n.encode() for n in LINE_NEEDLES]
     first = needles[0][:-1]  # '"Linux': a last byte other than '"' keeps the search fast
@@ -79,7 +79,7 @@ def child_probe(path: Path) -> dict[str, Any]:
     vs the byte-scan prototype, on the same file: the ceiling a faster prefilter could reach."""
     import io
 
-    from adapters.aws import _candidate_lines
+    from gpuscout.adapters.aws import _candidate_lines
 
     out: dict[str, Any] = {}
     start = time.perf_counter()

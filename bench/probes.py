@@ -3,9 +3,9 @@
     python -m bench.probes [--offers 1000000] [--nights 60] [--db bench/out/work/queries.duckdb]
 
 Each probe applies a proposed change by monkeypatching it into this process only (the SQL text
-that `warehouse.load.statement` returns, or a method of a sizing class) and measures it next to
-the code as it is, on the same data, in the same run. Nothing here is shipped; the closing note
-of RESULTS.md names the module and owner for each change.
+that `gpuscout.warehouse.load.statement` returns, or a method of a sizing class) and measures
+it next to the code as it is, on the same data, in the same run. Nothing here is shipped; the
+closing note of RESULTS.md names the module and owner for each change.
 
 - load: a first load of N offers (bench/load.py's synthetic offers) with `stage_offers` hashing
   the typed columns with DuckDB's `hash()` instead of md5 over text casts, with the ART index
@@ -56,8 +56,8 @@ WHERE v.provider = $1 AND v.valid_to IS NULL
 
 @contextmanager
 def patched_statements(replace: dict[str, str]):
-    """warehouse.load.statement returns `replace[name]` instead of warehouse/sql/<name>.sql."""
-    import warehouse.load as load_module
+    """`gpuscout.warehouse.load.statement` gives `replace[name]`, not warehouse/sql/<name>.sql."""
+    import gpuscout.warehouse.load as load_module
 
     original = load_module.statement
     load_module.statement = lambda name: replace.get(name) or original(name)
@@ -68,9 +68,10 @@ def patched_statements(replace: dict[str, str]):
 
 
 def probe_load(n: int, runs: int) -> dict[str, Any]:
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.load import merge_offers, transaction
+
     from bench.load import T0, synthetic_offers
-    from warehouse.connection import connect
-    from warehouse.load import merge_offers, transaction
 
     table = synthetic_offers(n, observed_at=T0)
     variants = {
@@ -112,11 +113,11 @@ def probe_history(nights: int, n: int) -> dict[str, Any]:
 def child_recommend(db: Path, runs: int) -> dict[str, Any]:
     from functools import cache
 
-    from pipeline.catalog import load_catalog
-    from pipeline.recommend import RecommendRequest, recommend
-    from sizing import architectures
-    from sizing.cli import job_from_options
-    from warehouse.connection import connect
+    from gpuscout.cli.estimate import job_from_options
+    from gpuscout.core.catalog import load_catalog
+    from gpuscout.pipeline.recommend import RecommendRequest, recommend
+    from gpuscout.sizing import architectures
+    from gpuscout.warehouse.connection import connect
 
     arch, job, _ = job_from_options(model="meta-llama/Llama-3.1-8B", method="qlora",
                                     batch_size=4)

@@ -16,7 +16,7 @@ current offers. The same 100 k offers are exported to gpuhunt's and SkyPilot's c
   sorted by price per GPU-hour: what a user of theirs has to write. The three must return the
   same number of offers.
 - all: every GPU offer, cheapest per GPU-hour first (gpuscout: offers.sql unfiltered).
-- recommend (gpuscout only): `pipeline.recommend.recommend` for a QLoRA fine-tune of
+- recommend (gpuscout only): `gpuscout.pipeline.recommend.recommend` for a QLoRA fine-tune of
   Llama-3.1-8B on 100 M tokens (the README's demo job). Neither anchor can price a job; their
   figure to compare is `all`, the full listing a user would start a ranking of their own from.
 
@@ -56,17 +56,17 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
     """history + n current market offers, through the load path; returns what it holds."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-
-    from bench.catalogs import PROVIDERS, market_offers
-    from pipeline.catalog import GPUS_CSV
-    from pipeline.profiles import profiles_table
-    from warehouse.connection import connect
-    from warehouse.load import (
+    from gpuscout.core.catalog import GPUS_CSV
+    from gpuscout.pipeline.profiles import profiles_table
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.load import (
         merge_offers,
         replace_gpu_catalog,
         replace_provider_profiles,
         transaction,
     )
+
+    from bench.catalogs import PROVIDERS, market_offers
 
     db = work / "queries.duckdb"
     db.unlink(missing_ok=True)
@@ -96,7 +96,7 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
 
 def _offers_params(**given: Any) -> dict[str, Any]:
     """Every $parameter of offers.sql: the given ones, NULL for the rest (as the CLI passes)."""
-    from warehouse.sqlfiles import query
+    from gpuscout.warehouse.sqlfiles import query
 
     names = set(re.findall(r"\$([a-z_]+)", query("offers")))
     params = {name: None for name in names}
@@ -107,11 +107,11 @@ def _offers_params(**given: Any) -> dict[str, Any]:
 
 def child_gpuscout(work: Path, runs: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from pipeline.catalog import load_catalog
-    from pipeline.recommend import RecommendRequest, recommend
-    from sizing.cli import job_from_options
-    from warehouse.connection import connect
-    from warehouse.queries import run_named
+    from gpuscout.cli.estimate import job_from_options
+    from gpuscout.core.catalog import load_catalog
+    from gpuscout.pipeline.recommend import RecommendRequest, recommend
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.queries import run_named
 
     import_s = time.perf_counter() - t0
     filt = _offers_params(gpu=GPU, min_vram=MIN_VRAM, max_price=MAX_PER_GPU_HOUR)
@@ -147,8 +147,8 @@ def _sizing_samples(con: Any, arch: Any, job: Any, request: Any, catalog: Any,
                     runs: int) -> list[float] | str:
     """The part of recommend() that sizes the job per machine shape (no offer is priced)."""
     try:
-        from pipeline.recommend import plan_shapes
-        from warehouse.queries import run_named
+        from gpuscout.pipeline.recommend import plan_shapes
+        from gpuscout.warehouse.queries import run_named
 
         def sizing() -> Any:
             shapes = run_named(con, "recommend_shapes",

@@ -185,7 +185,7 @@ def _load(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str
     out += [
         f"`bench/load.py::bench_load`: {n:,} synthetic offers of one provider (built straight "
         "into the load path's Arrow schema; building is not timed) merged by "
-        "`warehouse.load.merge_offers` in one transaction each; median of "
+        "`gpuscout.warehouse.load.merge_offers` in one transaction each; median of "
         f"{len(runs)} runs. The row-by-row baseline is DuckDB `INSERT … VALUES (?, …)` one row "
         "at a time into a plain table of the same columns (no hash, no history), timed on "
         "2,000 rows and extrapolated linearly.",
@@ -332,7 +332,7 @@ def _queries(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[
         "`sky.catalog.list_accelerators(name_filter, clouds, all_regions=True)` + VRAM and "
         "per-GPU price in Python (neither anchor filters on price per GPU).",
         f"**all**: every GPU offer, cheapest per GPU-hour first. **recommend**: "
-        f"`pipeline.recommend.recommend` for {job['method']} of {job['model']} (batch "
+        f"`gpuscout.pipeline.recommend.recommend` for {job['method']} of {job['model']} (batch "
         f"{job['batch_size']}) on {job['tokens']:,} tokens: size the job per machine shape, "
         "price every offer (billing, storage, egress, spot), rank. Neither anchor has this; "
         "the figure to hold it against is their **all**, the listing a user would start a "
@@ -456,7 +456,7 @@ def _cli(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]
         "ok": help_s <= TARGET_HELP_S,
         "why": "–" if help_s <= TARGET_HELP_S else (
             "imports: typer's rich help renderer (`typer.rich_utils` → rich) and "
-            "`pipeline.cli`'s own imports (typer, pydantic) before any work; see the import "
+            "`gpuscout.cli.app`'s own imports (typer, pydantic) before any work; see the import "
             "column and the closing note"),
     })
     return out
@@ -467,8 +467,8 @@ def _probes(sec: dict[str, Any] | None) -> list[str]:
         return []
     out = ["## Probes: the proposed fixes, measured", "",
            "Each proposed change from the closing note, monkeypatched into the bench process "
-           "only (`bench/probes.py`: the SQL that `warehouse.load.statement` returns, or a "
-           "sizing method), next to the code as it is, same data, same run. Not shipped.", ""]
+           "only (`bench/probes.py`: the SQL that `gpuscout.warehouse.load.statement` returns, "
+           "or a sizing method), next to the code as it is, same data, same run. Not shipped.", ""]
     load = sec.get("load")
     if load:
         base = load["median_s"].get("as is")
@@ -599,7 +599,7 @@ def _proposals(res: dict[str, Any]) -> dict[str, str]:
             "of history length."),
         "cli": (
             "**CLI start (pipeline/cli.py; CLI owner).** `--help` pays for typer's rich help "
-            "renderer and `pipeline.cli`'s module-level imports; `rich_markup_mode=None` and "
+            "renderer and `gpuscout.cli.app`'s module-level imports; `rich_markup_mode=None` and "
             "importing pydantic, duckdb and pyarrow inside the commands are the levers."),
     }
 

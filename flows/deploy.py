@@ -1,7 +1,7 @@
 """Schedules and deployments of the nightly refresh, and nothing else.
 
-    python -m flows.deploy serve     # run the schedule in this process (no work pool needed)
-    prefect deploy --all             # deploy prefect.yaml's deployment to a work pool instead
+    python -m gpuscout.flows.deploy serve  # run the schedule in this process (no work pool)
+    prefect deploy --all                   # deploy prefect.yaml to a work pool instead
 
 Both use the same cron schedule and parameters, defined here and mirrored in prefect.yaml.
 """
@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from gpuscout.flows.refresh import nightly_refresh
 from prefect.schedules import Cron
-
-from flows.refresh import nightly_refresh
 
 # 02:30 UTC: after most providers' daily price updates, before European working hours.
 NIGHTLY_CRON = "30 2 * * *"

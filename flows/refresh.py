@@ -1,4 +1,4 @@
-"""The nightly refresh as a Prefect flow: a thin layer over `pipeline.refresh`.
+"""The nightly refresh as a Prefect flow: a thin layer over `gpuscout.pipeline.refresh`.
 
 One task run per provider collects (fetch with archive, parse, normalize, row gates) in
 parallel; the loads then run one after another in the flow, because a DuckDB file has one
@@ -15,16 +15,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
-from prefect.futures import wait
-
-from adapters.archive import ArchiveWriter, ReplayTransport
-from pipeline.catalog import GPUS_CSV, load_catalog
-from pipeline.errors import GpuscoutError
-from pipeline.profiles import profiles_table
-from pipeline.refresh import (
+from gpuscout.adapters.archive import ArchiveWriter, ReplayTransport
+from gpuscout.core.catalog import GPUS_CSV, load_catalog
+from gpuscout.core.errors import GpuscoutError
+from gpuscout.flows.run_summary import run_summary_markdown
+from gpuscout.pipeline.profiles import profiles_table
+from gpuscout.pipeline.refresh import (
     Collected,
     Source,
     collect,
@@ -35,11 +31,14 @@ from pipeline.refresh import (
     resolve_fx,
     resolve_providers,
 )
-from pipeline.report import publish_report
-from pipeline.run_summary import run_summary_markdown
-from pipeline.settings import Settings
-from warehouse.connection import connect
-from warehouse.load import replace_gpu_catalog, replace_provider_profiles
+from gpuscout.pipeline.settings import Settings
+from gpuscout.report import publish_report
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import replace_gpu_catalog, replace_provider_profiles
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import wait
 
 # A provider that has not answered in 10 minutes is stuck; the HTTP client's own retries and
 # timeouts (30 s read, 4 attempts) fit well inside it.

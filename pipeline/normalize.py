@@ -6,9 +6,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pipeline.catalog import Catalog, GpuSpec, Resolved
-from pipeline.geography import geography
-from pipeline.models import Interconnect, NetworkFabric, Offer, ParsedOffer, Reject
+from gpuscout.core.catalog import Catalog, GpuSpec, Resolved
+from gpuscout.core.models import Interconnect, NetworkFabric, Offer, ParsedOffer, Reject
+from gpuscout.pipeline.geography import geography
 
 USD_ONLY: Mapping[str, float] = {"USD": 1.0}
 

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import pyarrow as pa
+from gpuscout.core.errors import DataError
 from pydantic import BaseModel, ConfigDict, Field
-
-from pipeline.errors import DataError
 
 PROFILES_CSV = Path(__file__).parent / "data" / "provider_profiles.csv"
 COLUMNS = ["provider", "fact", "value", "unit", "source_url", "verified_at", "notes"]

@@ -20,8 +20,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pipeline.models import Offer, Reject
-from pipeline.settings import Settings
+from gpuscout.core.models import Offer, Reject
+from gpuscout.pipeline.settings import Settings
 
 
 @dataclass

@@ -14,16 +14,15 @@ from typing import Literal
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+from gpuscout.core.catalog import Catalog, load_catalog
+from gpuscout.core.clock import now_utc
+from gpuscout.core.errors import DataError, UserInputError
+from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.peft import trainable_params
+from gpuscout.sizing.plan import NodePlan, NodeShape, plan_node
+from gpuscout.sizing.types import JobSpec
+from gpuscout.warehouse.queries import run_named
 from pydantic import BaseModel, Field
-
-from adapters.archive import now_utc
-from pipeline.catalog import Catalog, load_catalog
-from pipeline.errors import DataError, UserInputError
-from sizing.architectures import Architecture
-from sizing.peft import trainable_params
-from sizing.plan import NodePlan, NodeShape, plan_node
-from sizing.types import JobSpec
-from warehouse.queries import run_named
 
 Objective = Literal["cost", "time", "balanced"]
 SpotPolicy = Literal["allow", "prefer", "forbid"]

@@ -24,21 +24,19 @@ from typing import Literal
 
 import duckdb
 import httpx
-from pydantic import BaseModel
-
-from adapters.archive import ArchiveWriter, ReplayTransport, now_utc
-from adapters.base import Adapter
-from adapters.errors import FetchError, MissingCredentialsError
-from adapters.http import HttpClient
-from adapters.redaction import redact_text, remember_secrets
-from adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
-from pipeline.catalog import GPUS_CSV, Catalog, load_catalog
-from pipeline.errors import GpuscoutError, UserInputError
-from pipeline.fx import FX_SOURCE, FxTable, fetch_rates, parse_rates
-from pipeline.models import Offer, Reject
-from pipeline.normalize import USD_ONLY, normalize
-from pipeline.profiles import profiles_table
-from pipeline.quality import (
+from gpuscout.adapters.archive import ArchiveWriter, ReplayTransport
+from gpuscout.adapters.base import Adapter
+from gpuscout.adapters.fx import FX_SOURCE, FxTable, fetch_rates, parse_rates
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.redaction import redact_text, remember_secrets
+from gpuscout.adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
+from gpuscout.core.catalog import GPUS_CSV, Catalog, load_catalog
+from gpuscout.core.clock import now_utc
+from gpuscout.core.errors import FetchError, GpuscoutError, MissingCredentialsError, UserInputError
+from gpuscout.core.models import Offer, Reject
+from gpuscout.pipeline.normalize import USD_ONLY, normalize
+from gpuscout.pipeline.profiles import profiles_table
+from gpuscout.pipeline.quality import (
     ABSURD,
     gate_prices,
     gate_rows,
@@ -46,10 +44,10 @@ from pipeline.quality import (
     refresh_refusal,
     unread_rows,
 )
-from pipeline.settings import Settings, credentials
-from warehouse.arrow import offers_to_table
-from warehouse.connection import connect, writer_lock
-from warehouse.load import (
+from gpuscout.pipeline.settings import Settings, credentials
+from gpuscout.warehouse.arrow import offers_to_table
+from gpuscout.warehouse.connection import connect, writer_lock
+from gpuscout.warehouse.load import (
     RunRecord,
     gpu_price_medians,
     last_good_count,
@@ -64,6 +62,7 @@ from warehouse.load import (
     write_quarantine,
     write_run,
 )
+from pydantic import BaseModel
 
 Mode = Literal["live", "replay"]
 
@@ -196,7 +195,7 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
         transport = ReplayTransport(source.replay_dir)
     recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
     # One writer at a time, refused at once: a second refresh must not fetch everything only
-    # to find the warehouse taken. Readers are never blocked (see warehouse.connection).
+    # to find the warehouse taken. Readers are never blocked (see gpuscout.warehouse.connection).
     with writer_lock(db):
         fx_table: FxTable | None = None
         if fx is not None:

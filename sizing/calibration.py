@@ -22,12 +22,11 @@ import statistics
 from pathlib import Path
 from typing import Literal
 
+from gpuscout.core.catalog import GpuSpec, load_catalog
+from gpuscout.sizing.architectures import Architecture, lookup
+from gpuscout.sizing.estimate import estimate
+from gpuscout.sizing.types import Estimate, JobSpec
 from pydantic import BaseModel, ConfigDict
-
-from pipeline.catalog import GpuSpec, load_catalog
-from sizing.architectures import Architecture, lookup
-from sizing.estimate import estimate
-from sizing.types import Estimate, JobSpec
 
 MEASUREMENTS_CSV = Path(__file__).parent / "data" / "measurements.csv"
 

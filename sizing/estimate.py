@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pipeline.catalog import GpuSpec
-from pipeline.errors import UserInputError
-from sizing.architectures import Architecture
-from sizing.memory import memory_estimate
-from sizing.precision import decide
-from sizing.throughput import time_estimate
-from sizing.types import Estimate, JobSpec
+from gpuscout.core.catalog import GpuSpec
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.memory import memory_estimate
+from gpuscout.sizing.precision import decide
+from gpuscout.sizing.throughput import time_estimate
+from gpuscout.sizing.types import Estimate, JobSpec
 
 
 def estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec | None = None,

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sizing.architectures import Architecture, Linear
-from sizing.peft import is_lora_target, trainable_params
-from sizing.types import Dtype, JobSpec, MemoryEstimate
+from gpuscout.sizing.architectures import Architecture, Linear
+from gpuscout.sizing.peft import is_lora_target, trainable_params
+from gpuscout.sizing.types import Dtype, JobSpec, MemoryEstimate
 
 GB = 1e9
 # GPU memory is sold in binary units: an "80GB" A100 holds 80 GiB (nvidia-smi lists 81920 MiB),

@@ -16,8 +16,8 @@ Counts follow Hugging Face PEFT's defaults, so they match `print_trainable_param
 
 from __future__ import annotations
 
-from sizing.architectures import Architecture, Linear
-from sizing.types import JobSpec
+from gpuscout.sizing.architectures import Architecture, Linear
+from gpuscout.sizing.types import JobSpec
 
 
 def is_lora_target(m: Linear, targets: str) -> bool:

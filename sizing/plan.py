@@ -6,14 +6,13 @@ recommendation evaluates one plan per distinct shape in the warehouse, not one p
 
 from __future__ import annotations
 
+from gpuscout.core.catalog import GpuSpec
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.estimate import estimate
+from gpuscout.sizing.memory import GB, GIB
+from gpuscout.sizing.types import JobSpec, Sharding
 from pydantic import BaseModel, Field
-
-from pipeline.catalog import GpuSpec
-from pipeline.errors import UserInputError
-from sizing.architectures import Architecture
-from sizing.estimate import estimate
-from sizing.memory import GB, GIB
-from sizing.types import JobSpec, Sharding
 
 # Plan against 95 % of the VRAM (sold in GiB: an "80GB" card holds 80 GiB): the estimate already
 # holds the CUDA context, and this margin covers driver/ECC reservations and run-to-run

@@ -13,10 +13,9 @@
 
 from __future__ import annotations
 
+from gpuscout.core.catalog import GpuSpec
+from gpuscout.sizing.types import Dtype, JobSpec
 from pydantic import BaseModel, ConfigDict, Field
-
-from pipeline.catalog import GpuSpec
-from sizing.types import Dtype, JobSpec
 
 BNB_AMD_TARGETS = frozenset({"gfx908", "gfx90a", "gfx942", "gfx950"})
 BNB_MIN_CC = 6.0

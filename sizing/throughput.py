@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 
-from pipeline.catalog import GpuSpec
-from sizing.architectures import Architecture
-from sizing.memory import DTYPE_BYTES, FP32, frozen_weight_bytes, per_param_bytes
-from sizing.peft import adapter_flops_params, trainable_params
-from sizing.types import Dtype, JobSpec, TimeEstimate
+from gpuscout.core.catalog import GpuSpec
+from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.memory import DTYPE_BYTES, FP32, frozen_weight_bytes, per_param_bytes
+from gpuscout.sizing.peft import adapter_flops_params, trainable_params
+from gpuscout.sizing.types import Dtype, JobSpec, TimeEstimate
 
 # Model-FLOPs utilisation on the reference GPU (A100): full fine-tuning with FSDP/ZeRO-3,
 # FlashAttention and packed 4k sequences measured 0.40–0.41 (HF blog "From DeepSpeed to FSDP

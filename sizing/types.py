@@ -6,10 +6,9 @@ the CLI prints as one line.
 
 from __future__ import annotations
 
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.choices import Dtype, LoraTargets, Method, Offload, Optimizer, Quant, Sharding
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from pipeline.errors import UserInputError
-from sizing.choices import Dtype, LoraTargets, Method, Offload, Optimizer, Quant, Sharding
 
 PEFT_METHODS: frozenset[str] = frozenset({"lora", "qlora", "dora", "ia3", "prefix", "prompt",
                                           "adapter"})

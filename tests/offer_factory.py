@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.models import (
+from gpuscout.core.models import (
     Availability,
     Interconnect,
     NetworkFabric,

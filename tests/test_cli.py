@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from gpuscout.cli.app import app
 from typer.testing import CliRunner
-
-from pipeline.cli import app
 
 runner = CliRunner()
 
@@ -33,7 +32,7 @@ def _json(*args: str) -> list[dict]:
 
 
 def test_offline_refresh_loads_every_registered_provider(db: Path) -> None:
-    from adapters.registry import PROVIDERS
+    from gpuscout.adapters.registry import PROVIDERS
 
     rows = _json("sql", "select provider, count(*) as n from current_offers group by 1",
                  "--db", str(db))
@@ -101,7 +100,7 @@ def test_gpus_resolve_json() -> None:
 def test_user_errors_are_one_line_without_traceback(db: Path, args: list[str],
                                                     message: str) -> None:
     args = [str(db) if a == "DB" else a for a in args]
-    proc = subprocess.run([sys.executable, "-c", "from pipeline.cli import main; main()", *args],
+    proc = subprocess.run([sys.executable, "-m", "gpuscout", *args],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
@@ -138,14 +137,14 @@ def test_recommend_on_the_bundled_snapshots(db: Path) -> None:
 
 
 def test_recommend_needs_a_training_volume(db: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", "from pipeline.cli import main; main()",
+    proc = subprocess.run([sys.executable, "-m", "gpuscout",
                            "recommend", "--model", "llama-3.1-8b", "--db", str(db)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "training volume" in proc.stderr
 
 
 def test_providers_lists_every_registered_provider(db: Path) -> None:
-    from adapters.registry import PROVIDERS
+    from gpuscout.adapters.registry import PROVIDERS
 
     rows = _json("providers", "--db", str(db))
     assert [r["provider"] for r in rows] == sorted(PROVIDERS)

@@ -29,9 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-
-from pipeline.errors import DataError
-from warehouse.migrate import migrate
+from gpuscout.core.errors import DataError
+from gpuscout.warehouse.migrate import migrate
 
 LOCK_SUFFIX = ".lock"
 STAGING_SUFFIX = ".next"

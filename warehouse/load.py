@@ -15,11 +15,10 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+from gpuscout.core.errors import DataError
+from gpuscout.core.models import Reject
+from gpuscout.warehouse.sqlfiles import statement
 from pydantic import BaseModel
-
-from pipeline.errors import DataError
-from pipeline.models import Reject
-from warehouse.sqlfiles import statement
 
 
 class OutOfOrderError(DataError):

@@ -7,9 +7,8 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-
-from pipeline.errors import UserInputError
-from warehouse.sqlfiles import query
+from gpuscout.core.errors import UserInputError
+from gpuscout.warehouse.sqlfiles import query
 
 
 def run_named(con: duckdb.DuckDBPyConnection, name: str,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from adapters.archive import Capture, read_manifest
-from pipeline.catalog import VRAM_TOLERANCE, Resolved, Unknown, load_catalog
-from pipeline.models import ParsedOffer
+from gpuscout.adapters.archive import Capture, read_manifest
+from gpuscout.core.catalog import VRAM_TOLERANCE, Resolved, Unknown, load_catalog
+from gpuscout.core.models import ParsedOffer
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from gpuscout.adapters import aws
+from gpuscout.adapters.archive import Capture, ReplayTransport, load_captures
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import NetworkFabric, ParsedOffer, ParseResult, PriceKind, PricingModel
 from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
-
-from adapters import aws
-from adapters.archive import Capture, ReplayTransport, load_captures
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, Unknown, load_catalog
-from pipeline.models import NetworkFabric, ParsedOffer, ParseResult, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "aws"
 FIX = FIXTURES / "aws"
@@ -425,7 +424,7 @@ class _MissingRegionFile(httpx.BaseTransport):
 
 def test_a_region_that_cannot_be_read_is_skipped_and_the_refresh_incomplete(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="adapters.aws"), \
+    with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.aws"), \
             HttpClient(aws.NAME, transport=_MissingRegionFile()) as client:
         captures = aws.fetch(client, {})
     assert len(captures) == 4

@@ -8,15 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
+from gpuscout.adapters import azure
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, load_catalog
+from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.core.models import NetworkFabric, ParsedOffer, PriceKind, PricingModel
 from invariants import FIXTURES, OfferInvariants, load_capture
-
-from adapters import azure
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import FetchError, ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, load_catalog
-from pipeline.models import NetworkFabric, ParsedOffer, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "azure"
 FIX = FIXTURES / "azure"

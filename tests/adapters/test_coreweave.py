@@ -5,15 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from gpuscout.adapters import coreweave
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel
 from invariants import OfferInvariants, load_capture, with_replaced
-
-from adapters import coreweave
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, Unknown, load_catalog
-from pipeline.models import ParsedOffer, ParseResult, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "coreweave"
 PAGE = "coreweave_20230921194906.html"

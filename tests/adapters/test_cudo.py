@@ -8,15 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
+from gpuscout.adapters import cudo
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
 from invariants import OfferInvariants, load_capture
-
-from adapters import cudo
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, Unknown, load_catalog
-from pipeline.models import Availability, ParsedOffer, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "cudo"
 FILE = "gpuhunt_fixture_vm_machine_types.json"

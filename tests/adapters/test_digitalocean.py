@@ -6,15 +6,14 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from gpuscout.adapters import digitalocean
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
 from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
-
-from adapters import digitalocean
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, Unknown, load_catalog
-from pipeline.models import Availability, ParsedOffer, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "digitalocean"
 FIX = FIXTURES / "digitalocean"

@@ -8,16 +8,15 @@ from typing import Any
 
 import httpx
 import pytest
+from gpuscout.adapters import gcp
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, load_catalog
+from gpuscout.core.errors import FetchError, MissingCredentialsError, ParseError
+from gpuscout.core.models import ParsedOffer, PriceKind, PricingModel
 from invariants import FIXTURES, OfferInvariants, load_capture
 from selectolax.lexbor import LexborHTMLParser
-
-from adapters import gcp
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import FetchError, MissingCredentialsError, ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, load_catalog
-from pipeline.models import ParsedOffer, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "gcp"
 FIX = FIXTURES / "gcp"

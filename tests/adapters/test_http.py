@@ -9,10 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
-
-from adapters.archive import ArchiveWriter, Capture, ReplayTransport, read_manifest
-from adapters.errors import FetchError
-from adapters.http import MAX_ATTEMPTS, USER_AGENT, HttpClient
+from gpuscout.adapters.archive import ArchiveWriter, Capture, ReplayTransport, read_manifest
+from gpuscout.adapters.http import MAX_ATTEMPTS, USER_AGENT, HttpClient
+from gpuscout.core.errors import FetchError
 
 URL = "https://api.example.test/v1/offers"
 SECRET = "SECRET123"

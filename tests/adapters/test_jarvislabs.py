@@ -9,15 +9,14 @@ from typing import Any
 
 import httpx
 import pytest
+from gpuscout.adapters import jarvislabs
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.errors import MissingCredentialsError, ParseError
+from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
 from invariants import FIXTURES, OfferInvariants, load_capture
-
-from adapters import jarvislabs
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import MissingCredentialsError, ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import load_catalog
-from pipeline.models import Availability, ParsedOffer, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "jarvislabs"
 FIX = FIXTURES / "jarvislabs"

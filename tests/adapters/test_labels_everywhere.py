@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-
-from pipeline.catalog import load_catalog
-from pipeline.refresh import Source, refresh
-from warehouse.connection import connect
+from gpuscout.core.catalog import load_catalog
+from gpuscout.pipeline.refresh import Source, refresh
+from gpuscout.warehouse.connection import connect
 
 
 @pytest.fixture(scope="module")

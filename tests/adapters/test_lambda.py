@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from gpuscout.adapters import lambdalabs
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel
 from invariants import OfferInvariants, load_capture, with_replaced
-
-from adapters import lambdalabs
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.models import ParsedOffer, ParseResult, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "lambda"
 PAGE_2026 = "lambda_20260109103934.html"

@@ -6,13 +6,12 @@ import importlib
 from pathlib import Path
 
 import pytest
+from gpuscout.adapters import registry
+from gpuscout.adapters.archive import read_manifest, sha256
+from gpuscout.adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
 
-from adapters import registry
-from adapters.archive import read_manifest, sha256
-from adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
-
-# Not `adapters.__file__`: under pytest's default import mode tests/adapters/ can shadow the
-# package as a namespace package, whose __file__ is None.
+# Not `gpuscout.adapters.__file__`: under pytest's default import mode tests/adapters/ can
+# shadow the package as a namespace package, whose __file__ is None.
 ADAPTERS_DIR = Path(registry.__file__).parent
 TESTS_DIR = Path(__file__).parent
 

@@ -8,14 +8,13 @@ from typing import Any
 
 import httpx
 import pytest
+from gpuscout.adapters import runpod
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, PriceKind, PricingModel
 from invariants import FIXTURES, OfferInvariants, load_capture
-
-from adapters import runpod
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.models import ParsedOffer, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "runpod"
 FIX = FIXTURES / "runpod"

@@ -10,15 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from gpuscout.adapters import runpod
+from gpuscout.adapters.archive import Capture, read_manifest, sha256
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.core.models import FormFactor, ParsedOffer, ParseResult, PriceKind, PricingModel
 from invariants import FIXTURES, OfferInvariants, load_capture
-
-from adapters import runpod
-from adapters.archive import Capture, read_manifest, sha256
-from adapters.errors import FetchError, ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, Unknown, load_catalog
-from pipeline.models import FormFactor, ParsedOffer, ParseResult, PriceKind, PricingModel
 
 FIX = FIXTURES / "runpod"
 SNAP = SNAPSHOTS_DIR / "runpod"

@@ -13,11 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
-
-from adapters import archive
-from adapters.archive import ArchiveWriter, Capture, ReplayTransport, read_manifest
-from adapters.errors import FetchError
-from adapters.http import MAX_ATTEMPTS, HttpClient
+from gpuscout.adapters import archive
+from gpuscout.adapters.archive import ArchiveWriter, Capture, ReplayTransport, read_manifest
+from gpuscout.adapters.http import MAX_ATTEMPTS, HttpClient
+from gpuscout.core.errors import FetchError
 
 URL = "https://files.example.test/big/index.csv"
 BODY = b'"a","b"\n"1","2"\n"3","4"\n'

@@ -5,15 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from invariants import OfferInvariants, load_capture
-
-from adapters import voltagepark
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import Resolved, load_catalog
-from pipeline.models import (
+from gpuscout.adapters import voltagepark
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, load_catalog
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import (
     Interconnect,
     NetworkFabric,
     ParsedOffer,
@@ -21,6 +19,7 @@ from pipeline.models import (
     PriceKind,
     PricingModel,
 )
+from invariants import OfferInvariants, load_capture
 
 SNAP = SNAPSHOTS_DIR / "voltagepark"
 PAGE = "voltagepark_20250712040631.html"

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from adapters.errors import FetchError, ParseError
-from flows import refresh as flow_mod
-from flows.deploy import NIGHTLY_CRON, nightly_schedule
-from flows.refresh import nightly_refresh
-from pipeline import refresh as pipeline_refresh
-from pipeline.refresh import collect as real_collect
-from warehouse.connection import connect
+from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.flows import refresh as flow_mod
+from gpuscout.flows.deploy import NIGHTLY_CRON, nightly_schedule
+from gpuscout.flows.refresh import nightly_refresh
+from gpuscout.pipeline import refresh as pipeline_refresh
+from gpuscout.pipeline.refresh import collect as real_collect
+from gpuscout.warehouse.connection import connect
 
 
 @pytest.fixture(autouse=True)

@@ -3,8 +3,14 @@ from __future__ import annotations
 import csv
 
 import pytest
-
-from pipeline.catalog import ALIASES_CSV, GPUS_CSV, Resolved, Unknown, alias_files, load_catalog
+from gpuscout.core.catalog import (
+    ALIASES_CSV,
+    GPUS_CSV,
+    Resolved,
+    Unknown,
+    alias_files,
+    load_catalog,
+)
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,14 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pytest
-
-from adapters.archive import Capture, ReplayTransport, load_captures
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.catalog import load_catalog
-from pipeline.fx import ECB_DAILY_URL, FX_SOURCE, FxTable, fetch_rates, parse_rates
-from pipeline.models import Offer, ParsedOffer, PricingModel
-from pipeline.normalize import normalize_one
+from gpuscout.adapters.archive import Capture, ReplayTransport, load_captures
+from gpuscout.adapters.fx import ECB_DAILY_URL, FX_SOURCE, FxTable, fetch_rates, parse_rates
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import Offer, ParsedOffer, PricingModel
+from gpuscout.pipeline.normalize import normalize_one
 
 FILE = SNAPSHOTS_DIR / FX_SOURCE / "eurofxref-daily_2025-05-09.xml"
 

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pipeline.catalog import load_catalog
-from pipeline.geography import geography
-from pipeline.models import Interconnect, ParsedOffer, PricingModel
-from pipeline.normalize import normalize
-from pipeline.quality import gate_rows, refresh_refusal
-from pipeline.settings import Settings
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.models import Interconnect, ParsedOffer, PricingModel
+from gpuscout.pipeline.geography import geography
+from gpuscout.pipeline.normalize import normalize
+from gpuscout.pipeline.quality import gate_rows, refresh_refusal
+from gpuscout.pipeline.settings import Settings
 
 T = datetime(2026, 1, 9, tzinfo=UTC)
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-from pipeline.errors import DataError
-from pipeline.profiles import (
+from gpuscout.core.errors import DataError
+from gpuscout.pipeline.profiles import (
     COLUMNS,
     FACTS,
     PROFILES_CSV,

@@ -9,23 +9,22 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from offer_factory import make_offer
-
-from pipeline.catalog import load_catalog
-from pipeline.errors import UserInputError
-from pipeline.models import Interconnect, PricingModel
-from pipeline.recommend import (
+from gpuscout.cli.estimate import job_from_options
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.errors import UserInputError
+from gpuscout.core.models import Interconnect, PricingModel
+from gpuscout.pipeline.recommend import (
     CHECKPOINT_WRITE_GBPS,
     RESTART_S,
     RecommendRequest,
     recommend,
     tokens_from_options,
 )
-from sizing.cli import job_from_options
-from sizing.plan import NodeShape, plan_node
-from warehouse.arrow import offers_to_table
-from warehouse.connection import connect
-from warehouse.load import merge_offers, replace_provider_profiles, transaction
+from gpuscout.sizing.plan import NodeShape, plan_node
+from gpuscout.warehouse.arrow import offers_to_table
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import merge_offers, replace_provider_profiles, transaction
+from offer_factory import make_offer
 
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
 CAT = load_catalog()
@@ -209,7 +208,7 @@ def test_training_volume_options() -> None:
 
 
 def test_empty_warehouse_is_a_clear_error(db: Path) -> None:
-    from pipeline.errors import DataError
+    from gpuscout.core.errors import DataError
 
     _warehouse(db, [], [PER_SECOND])
     with pytest.raises(DataError, match="no current offers"):

@@ -10,15 +10,14 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
-
-from adapters.archive import Capture, ReplayTransport
-from adapters.errors import ParseError
-from adapters.http import HttpClient
-from pipeline import refresh as refresh_mod
-from pipeline.models import ParsedOffer, ParseResult, PricingModel, Reject
-from pipeline.normalize import USD_ONLY
-from pipeline.refresh import Source, refresh
-from warehouse.connection import connect
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
+from gpuscout.pipeline import refresh as refresh_mod
+from gpuscout.pipeline.normalize import USD_ONLY
+from gpuscout.pipeline.refresh import Source, refresh
+from gpuscout.warehouse.connection import connect
 
 URL = "https://fake.test/offers"
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -75,7 +74,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Server:
     fake = _fake_adapter()
     monkeypatch.setattr(refresh_mod, "PROVIDERS", {"fakecloud": "fake"})
     monkeypatch.setattr(refresh_mod, "get_adapter", lambda name: fake)
-    monkeypatch.setattr("adapters.http.time.sleep", lambda s: None)
+    monkeypatch.setattr("gpuscout.adapters.http.time.sleep", lambda s: None)
     return Server()
 
 
@@ -176,7 +175,7 @@ def test_transient_error_is_retried_then_succeeds(server: Server, tmp_path: Path
 
 
 def test_unknown_provider_is_a_user_error(server: Server, tmp_path: Path) -> None:
-    from pipeline.errors import UserInputError
+    from gpuscout.core.errors import UserInputError
 
     with pytest.raises(UserInputError, match="unknown provider nope"):
         refresh(["nope"], db=tmp_path / "w.duckdb", source=Source("live"))
@@ -184,9 +183,9 @@ def test_unknown_provider_is_a_user_error(server: Server, tmp_path: Path) -> Non
 
 def test_fx_rates_are_fetched_stored_and_fall_back(tmp_path: Path) -> None:
     """Offline, the bundled ECB file converts EUR; when it fails, the stored rates are used."""
-    from adapters.registry import SNAPSHOTS_DIR
-    from pipeline.refresh import resolve_fx
-    from warehouse.connection import connect
+    from gpuscout.adapters.registry import SNAPSHOTS_DIR
+    from gpuscout.pipeline.refresh import resolve_fx
+    from gpuscout.warehouse.connection import connect
 
     db = tmp_path / "w.duckdb"
     with connect(db) as con:

@@ -19,6 +19,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE)]
 
+import gpuscout.pipeline.refresh as refresh_mod  # noqa: E402
 from reliability_harness import (  # noqa: E402
     CRASH_PROVIDERS,
     NIGHT,
@@ -27,8 +28,6 @@ from reliability_harness import (  # noqa: E402
     run_night,
     snapshot_fx,
 )
-
-import pipeline.refresh as refresh_mod  # noqa: E402
 
 _connect = refresh_mod.connect
 HOLD = Path(sys.argv[4]) if len(sys.argv) > 4 else None

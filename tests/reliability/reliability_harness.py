@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from adapters.archive import FETCHED_AT_EXTENSION, ReplayTransport, load_captures
-from adapters.http import HttpClient
-from adapters.registry import SNAPSHOTS_DIR
-from pipeline.fx import parse_rates
-from pipeline.refresh import RunReport, Source, refresh
-from warehouse.connection import connect
+from gpuscout.adapters.archive import FETCHED_AT_EXTENSION, ReplayTransport, load_captures
+from gpuscout.adapters.fx import parse_rates
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.pipeline.refresh import RunReport, Source, refresh
+from gpuscout.warehouse.connection import connect
 
 NIGHT = timedelta(days=1)
 

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.migrate import migration_files
 from reliability_harness import (
     CRASH_PROVIDERS,
     NIGHT,
@@ -30,9 +32,6 @@ from reliability_harness import (
     run_night,
     snapshot_fx,
 )
-
-from warehouse.connection import connect
-from warehouse.migrate import migration_files
 
 HELPER = Path(__file__).with_name("crash_refresh.py")
 TRIALS = 20

@@ -582,7 +582,7 @@ def night_one(tmp_path_factory: pytest.TempPathFactory, fx: dict[str, float]) ->
 @pytest.fixture(autouse=True)
 def _no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     NoSleepClient.waits = []
-    monkeypatch.setattr("pipeline.refresh.HttpClient", NoSleepClient)
+    monkeypatch.setattr("gpuscout.pipeline.refresh.HttpClient", NoSleepClient)
 
 
 def test_a_night_without_faults_changes_nothing(night_one: Path, tmp_path: Path,

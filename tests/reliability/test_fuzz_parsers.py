@@ -21,18 +21,17 @@ import os
 from typing import Any
 
 import pytest
+from gpuscout.adapters.archive import Capture, load_captures
+from gpuscout.adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.errors import GpuscoutError
+from gpuscout.core.models import MAX_GPU_COUNT, MAX_VRAM_GB_PER_GPU, ParseResult
+from gpuscout.pipeline.normalize import normalize
+from gpuscout.pipeline.quality import gate_rows
+from gpuscout.pipeline.settings import Settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
-
-from adapters.archive import Capture, load_captures
-from adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
-from pipeline.catalog import load_catalog
-from pipeline.errors import GpuscoutError
-from pipeline.models import MAX_GPU_COUNT, MAX_VRAM_GB_PER_GPU, ParseResult
-from pipeline.normalize import normalize
-from pipeline.quality import gate_rows
-from pipeline.settings import Settings
 
 # CI runs a bounded, derandomized sample; `FUZZ_EXAMPLES=2000 FUZZ_RANDOM=1 pytest -m fuzz`
 # searches further (and found every crash fixed in the adapters; see the regressions below).

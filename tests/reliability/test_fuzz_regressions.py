@@ -9,13 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from gpuscout.adapters.archive import Capture
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.models import ParsedOffer, PricingModel
+from gpuscout.pipeline.normalize import normalize
 from pydantic import ValidationError
 from test_fuzz_parsers import CAPTURES, check
-
-from adapters.archive import Capture
-from pipeline.catalog import load_catalog
-from pipeline.models import ParsedOffer, PricingModel
-from pipeline.normalize import normalize
 
 
 def _edited(provider: str, url_part: str, edit: Callable[[Any], object]) -> list[Capture]:

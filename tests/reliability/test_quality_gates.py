@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gpuscout.core.models import Reject
+from gpuscout.pipeline.quality import gate_prices, refresh_refusal, unread_rows
+from gpuscout.pipeline.settings import Settings
 from offer_factory import make_offer
 from reliability_harness import (
     NIGHT,
@@ -19,10 +22,6 @@ from reliability_harness import (
     run_night,
     snapshot_fx,
 )
-
-from pipeline.models import Reject
-from pipeline.quality import gate_prices, refresh_refusal, unread_rows
-from pipeline.settings import Settings
 
 H100 = "h100-sxm-80gb"
 MEDIANS = {H100: (2.5, 10)}
@@ -91,7 +90,7 @@ def test_unread_rows_keep_their_offer_open_for_a_night() -> None:
 
 @pytest.fixture(autouse=True)
 def _no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pipeline.refresh.HttpClient", NoSleepClient)
+    monkeypatch.setattr("gpuscout.pipeline.refresh.HttpClient", NoSleepClient)
 
 
 def _lambda_price(old: bytes, new: bytes) -> Fault:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from gpuscout.core.errors import DataError
+from gpuscout.warehouse.connection import WarehouseBusyError, connect, writer_lock
 from reliability_harness import (
     CRASH_PROVIDERS,
     NIGHT,
@@ -28,11 +30,8 @@ from reliability_harness import (
     snapshot_fx,
 )
 
-from pipeline.errors import DataError
-from warehouse.connection import WarehouseBusyError, connect, writer_lock
-
 HELPER = Path(__file__).with_name("crash_refresh.py")
-CLI = [sys.executable, "-c", "from pipeline.cli import main; main()"]
+CLI = [sys.executable, "-m", "gpuscout"]
 PRICE_SQL = ("select offer_key, price_per_hour from current_offers where provider = 'lambda' "
              "order by 1")
 

@@ -21,11 +21,10 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
+from gpuscout.cli.app import app
+from gpuscout.warehouse.connection import connect
 from reliability_harness import NoSleepClient, SnapshotServer
 from typer.testing import CliRunner
-
-from pipeline.cli import app
-from warehouse.connection import connect
 
 KEYS = {  # in the environment
     "RUNPOD_API_KEY": "rp_PLANTED_9f8e7d6c5b4a39281706",
@@ -42,7 +41,7 @@ PROVIDERS = ("runpod", "vastai", "scaleway", "gcp", "jarvislabs", "lambda")
 
 def _secret_blocks_module() -> types.ModuleType:
     """`prefect.blocks.system` with a `Secret` that serves BLOCKS (no Prefect server here)."""
-    from pipeline.settings import secret_block_name
+    from gpuscout.pipeline.settings import secret_block_name
 
     class Secret:
         def __init__(self, value: str) -> None:
@@ -140,7 +139,7 @@ def test_planted_keys_never_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             kwargs["transport"] = server
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr("pipeline.refresh.HttpClient", EchoClient)
+    monkeypatch.setattr("gpuscout.pipeline.refresh.HttpClient", EchoClient)
     caplog.set_level(logging.DEBUG)  # httpx logs every request URL at INFO
     archive, db = tmp_path / "archive", tmp_path / "w.duckdb"
     args = ["refresh", "--record", str(archive), "--db", str(db)]

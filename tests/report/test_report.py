@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offer_factory import make_offer
-from reportkit import run_report
-from selectolax.lexbor import LexborHTMLParser as HTMLParser
-
-from pipeline.errors import DataError, UserInputError
-from pipeline.recommend import Recommendation, RecommendRequest, recommend
-from pipeline.refresh import Source, refresh
-from pipeline.report import (
+from gpuscout.cli.estimate import job_from_options
+from gpuscout.cli.report import DEFAULT_BATCH, DEFAULT_METHOD, DEFAULT_MODEL, DEFAULT_TOKENS
+from gpuscout.core.errors import DataError, UserInputError
+from gpuscout.pipeline.recommend import Recommendation, RecommendRequest, recommend
+from gpuscout.pipeline.refresh import Source, refresh
+from gpuscout.report import (
     CHARTS,
     SECTIONS,
     ReportData,
@@ -26,11 +24,12 @@ from pipeline.report import (
     load_report_data,
     publish_report,
 )
-from pipeline.report_cli import DEFAULT_BATCH, DEFAULT_METHOD, DEFAULT_MODEL, DEFAULT_TOKENS
-from sizing.cli import job_from_options
-from warehouse.arrow import offers_to_table
-from warehouse.connection import connect
-from warehouse.load import merge_offers, transaction
+from gpuscout.warehouse.arrow import offers_to_table
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import merge_offers, transaction
+from offer_factory import make_offer
+from reportkit import run_report
+from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 EXTERNAL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
 NUMBERS = ("price_usd_per_hour", "expected_hours", "billed_hours", "compute_usd",
@@ -218,7 +217,7 @@ def test_publish_report_writes_under_the_night(bundled_db: Path, tmp_path: Path)
 
 
 def test_the_command_module_does_not_load_plotly() -> None:
-    code = ("import sys, pipeline.report_cli, pipeline.report; "
+    code = ("import sys, gpuscout.cli.report, gpuscout.report; "
             "print(sorted(m for m in ('plotly', 'duckdb') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])

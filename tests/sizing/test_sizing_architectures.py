@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from pipeline.errors import UserInputError
-from sizing.architectures import (
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.architectures import (
     from_hf_config,
     from_param_count,
     load_architectures,

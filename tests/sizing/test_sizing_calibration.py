@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 
-from sizing.architectures import lookup
-from sizing.calibration import MEASUREMENTS_CSV, calibrate, job_for_row, summarize
+from gpuscout.sizing.architectures import lookup
+from gpuscout.sizing.calibration import MEASUREMENTS_CSV, calibrate, job_for_row, summarize
 
 ROWS = calibrate()
 MEM = [r for r in ROWS if r.error_pct is not None]

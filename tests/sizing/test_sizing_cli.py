@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import typer
+from gpuscout.cli.estimate import estimate_command
+from gpuscout.core.errors import UserInputError
 from typer.testing import CliRunner
-
-from pipeline.errors import UserInputError
-from sizing.cli import estimate_command
 
 app = typer.Typer()
 app.command("estimate")(estimate_command)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from sizing.architectures import lookup
-from sizing.memory import (
+from gpuscout.sizing.architectures import lookup
+from gpuscout.sizing.memory import (
     CUDA_CONTEXT_GB,
     FRAGMENTATION,
     GB,
@@ -15,7 +14,7 @@ from sizing.memory import (
     memory_estimate,
     stale_loss_bytes,
 )
-from sizing.types import JobSpec
+from gpuscout.sizing.types import JobSpec
 
 A = lookup("meta-llama/Llama-2-7b-hf")
 P = 6_738_415_616

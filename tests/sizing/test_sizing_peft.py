@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sizing.architectures import lookup
-from sizing.peft import trainable_params
-from sizing.types import JobSpec
+from gpuscout.sizing.architectures import lookup
+from gpuscout.sizing.peft import trainable_params
+from gpuscout.sizing.types import JobSpec
 
 L32 = lookup("meta-llama/Llama-3.2-3B")  # h 3072, kv 1024, f 8192, 28 layers
 

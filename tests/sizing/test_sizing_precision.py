@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.catalog import load_catalog
-from pipeline.errors import UserInputError
-from sizing.architectures import lookup
-from sizing.estimate import estimate
-from sizing.precision import decide, supports_dtype
-from sizing.types import JobSpec
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.architectures import lookup
+from gpuscout.sizing.estimate import estimate
+from gpuscout.sizing.precision import decide, supports_dtype
+from gpuscout.sizing.types import JobSpec
 
 CAT = load_catalog()
 

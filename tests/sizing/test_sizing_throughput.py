@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.catalog import load_catalog
-from sizing.architectures import lookup
-from sizing.peft import trainable_params
-from sizing.throughput import flops_per_token, matmul_params, peak_tflops, time_estimate
-from sizing.types import JobSpec
+from gpuscout.core.catalog import load_catalog
+from gpuscout.sizing.architectures import lookup
+from gpuscout.sizing.peft import trainable_params
+from gpuscout.sizing.throughput import flops_per_token, matmul_params, peak_tflops, time_estimate
+from gpuscout.sizing.types import JobSpec
 
 CAT = load_catalog()
 A = lookup("meta-llama/Llama-2-7b-hf")

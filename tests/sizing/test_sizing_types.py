@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.errors import UserInputError
-from sizing.types import JobSpec
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.types import JobSpec
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from gpuscout.core.models import Availability
+from gpuscout.warehouse.arrow import offers_to_table
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import OutOfOrderError, merge_offers, transaction
 from offer_factory import T0, make_offer
-
-from pipeline.models import Availability
-from warehouse.arrow import offers_to_table
-from warehouse.connection import connect
-from warehouse.load import OutOfOrderError, merge_offers, transaction
 
 
 @pytest.fixture
@@ -139,7 +138,7 @@ def _eur(base: dict, rate: float) -> dict:
 
 def test_migration_0004_rehashes_like_the_stage(con) -> None:
     """An upgraded warehouse (md5 hashes) must not see spurious changes on its next refresh."""
-    from warehouse.migrate import MIGRATIONS_DIR
+    from gpuscout.warehouse.migrate import MIGRATIONS_DIR
 
     _load(con, [make_offer("a"), make_offer("b", price=10.0, region=None, vcpus=8.0)])
     con.execute("UPDATE offer_versions SET row_hash = md5(offer_key)")  # as before 0004

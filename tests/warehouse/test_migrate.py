@@ -3,9 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-
-from warehouse.connection import connect
-from warehouse.migrate import migrate, migration_files
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.migrate import migrate, migration_files
 
 
 def _schema(con: duckdb.DuckDBPyConnection) -> list[tuple]:
@@ -35,8 +34,7 @@ def test_fresh_database_equals_reopened_one(tmp_path: Path) -> None:
 
 def test_read_only_open_of_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     import pytest
-
-    from pipeline.errors import DataError
+    from gpuscout.core.errors import DataError
 
     with pytest.raises(DataError, match="run `gpuscout refresh` first"), \
             connect(tmp_path / "missing.duckdb", read_only=True):

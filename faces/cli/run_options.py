@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from pipeline.recommend import RecommendRequest
-    from sizing.architectures import Architecture
-    from sizing.types import JobSpec
+    from gpuscout.pipeline.recommend import RecommendRequest
+    from gpuscout.sizing.architectures import Architecture
+    from gpuscout.sizing.types import JobSpec
 
 
 class Objective(StrEnum):
@@ -62,8 +62,8 @@ def run_from_options(
     The parallelism is chosen per offer, so the job starts on one GPU; --offload applies to
     whichever ZeRO stage the offer gets.
     """
-    from pipeline.recommend import RecommendRequest, tokens_from_options
-    from sizing.cli import job_from_options
+    from gpuscout.cli.estimate import job_from_options
+    from gpuscout.pipeline.recommend import RecommendRequest, tokens_from_options
 
     arch, job, warnings = job_from_options(
         model=model, config=config, params=params, method=method, lora_rank=lora_rank,

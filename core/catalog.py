@@ -14,9 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from gpuscout.core.models import FormFactor, Interconnect, MemoryType
 from pydantic import BaseModel, ConfigDict, Field
-
-from pipeline.models import FormFactor, Interconnect, MemoryType
 
 DATA_DIR = Path(__file__).parent / "data"
 GPUS_CSV = DATA_DIR / "gpus.csv"

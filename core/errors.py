@@ -1,12 +1,18 @@
-"""Adapter errors. Each says which provider and URL, and whether retrying can help.
-
-The refresh retries only `FetchError(transient=True)`; a `ParseError` means the provider changed
-its format (or sent garbage) and retrying the same bytes would fail the same way.
-"""
+"""Errors the user or operator can act on. The CLI prints them as one line, without a traceback."""
 
 from __future__ import annotations
 
-from pipeline.errors import GpuscoutError
+
+class GpuscoutError(Exception):
+    """Base of every error gpuscout raises on purpose; `str(err)` is the message shown."""
+
+
+class UserInputError(GpuscoutError):
+    """The command line or an input file is wrong (unknown model, nonsense option, bad path)."""
+
+
+class DataError(GpuscoutError):
+    """Stored or reference data is missing or inconsistent (empty warehouse, stale catalog)."""
 
 
 class AdapterError(GpuscoutError):

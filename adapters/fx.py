@@ -19,11 +19,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from datetime import date
 
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.http import HttpClient
+from gpuscout.core.errors import ParseError
 from pydantic import BaseModel, ConfigDict, Field
-
-from adapters.archive import Capture
-from adapters.errors import ParseError
-from adapters.http import HttpClient
 
 ECB_DAILY_URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
 # The archive folder (and HttpClient name) of the rates: not a provider, hence the underscore.

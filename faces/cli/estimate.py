@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-
-from pipeline.errors import UserInputError
-from sizing.choices import CHOICES
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.choices import CHOICES
 
 if TYPE_CHECKING:  # the model modules load data; keep them off the CLI's start-up path
-    from sizing.architectures import Architecture
-    from sizing.types import Estimate, JobSpec
+    from gpuscout.sizing.architectures import Architecture
+    from gpuscout.sizing.types import Estimate, JobSpec
 
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="Model id from the catalog (e.g. meta-llama/Llama-3.1-8B; org optional)")]
@@ -76,7 +75,7 @@ def _choice(name: str, value: str) -> str:
 def resolve_model(model: str | None, config: Path | None,
                   params: float | None) -> tuple[Architecture, list[str]]:
     """Exactly one of --model, --config, --params picks the architecture."""
-    from sizing.architectures import from_param_count, load_hf_config, lookup
+    from gpuscout.sizing.architectures import from_param_count, load_hf_config, lookup
 
     given = [x for x in (model, config, params) if x is not None]
     if len(given) != 1:
@@ -103,7 +102,7 @@ def job_from_options(*, model: str | None = None, config: Path | None = None,
                      sharding: str = "none", offload: str = "none",
                      ) -> tuple[Architecture, JobSpec, list[str]]:
     """The architecture, validated job and warnings for a set of command-line options."""
-    from sizing.types import JobSpec
+    from gpuscout.sizing.types import JobSpec
 
     arch, warnings = resolve_model(model, config, params)
     fields: dict[str, Any] = {
@@ -122,7 +121,7 @@ def job_from_options(*, model: str | None = None, config: Path | None = None,
 
 def load_gpu(gpu_id: str) -> Any:
     """The catalog GpuSpec for `gpu_id`, or a UserInputError with close ids."""
-    from pipeline.catalog import load_catalog  # the catalog is only needed with --gpu
+    from gpuscout.core.catalog import load_catalog  # the catalog is only needed with --gpu
 
     catalog = load_catalog()
     key = gpu_id.strip().lower()
@@ -135,7 +134,7 @@ def load_gpu(gpu_id: str) -> Any:
 
 def estimate_to_dict(est: Estimate, arch: Architecture,
                      warnings: list[str] | None = None) -> dict[str, Any]:
-    from sizing.throughput import flops_per_token
+    from gpuscout.sizing.throughput import flops_per_token
 
     mem, t = est.memory, est.time
     flops = t.flops_per_token if t else flops_per_token(arch, est.job)[0]
@@ -206,7 +205,7 @@ def estimate_command(
     output_format: FormatOpt = "table",
 ) -> None:
     """Estimate peak GPU memory (with a breakdown) and training time of a fine-tuning job."""
-    from sizing.estimate import estimate
+    from gpuscout.sizing.estimate import estimate
 
     fmt: Literal["table", "json"]
     if output_format not in ("table", "json"):

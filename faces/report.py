@@ -17,15 +17,14 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import DataError
+from gpuscout.core.errors import DataError
 
 if TYPE_CHECKING:
     import duckdb
     import plotly.graph_objects as go
-
-    from pipeline.recommend import Recommendation, RecommendRequest
-    from sizing.architectures import Architecture
-    from sizing.types import JobSpec
+    from gpuscout.pipeline.recommend import Recommendation, RecommendRequest
+    from gpuscout.sizing.architectures import Architecture
+    from gpuscout.sizing.types import JobSpec
 
 # GPUs drawn in the price-history chart: those offered now by the most providers.
 TOP_GPUS = 8
@@ -78,9 +77,9 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
                      now: datetime | None = None, source: str = "",
                      warnings: list[str] | None = None) -> ReportData:
     """Query the warehouse and run the recommendation (with the same `now` for price ages)."""
-    from adapters.archive import now_utc
-    from pipeline.recommend import recommend
-    from warehouse.queries import run_named
+    from gpuscout.core.clock import now_utc
+    from gpuscout.pipeline.recommend import recommend
+    from gpuscout.warehouse.queries import run_named
 
     now = now or req.now or now_utc()
     req = req.model_copy(update={"now": now})
@@ -483,7 +482,7 @@ def generate_report(db: Path | str, out_dir: Path, arch: Architecture, job: JobS
                     req: RecommendRequest, *, top_gpus: int = TOP_GPUS,
                     now: datetime | None = None, warnings: list[str] | None = None) -> Path:
     """Read the warehouse (read-only), build the page and write it; returns index.html."""
-    from warehouse.connection import connect
+    from gpuscout.warehouse.connection import connect
 
     with connect(db, read_only=True) as con:
         data = load_report_data(con, arch, job, req, top_gpus=top_gpus, now=now,
@@ -496,9 +495,9 @@ def publish_report(db: Path | str, out_root: Path | str, night: date | datetime)
 
     Call it after the flow's own warehouse connection is closed: it opens the file read-only.
     """
-    from pipeline.recommend import RecommendRequest
-    from pipeline.report_cli import DEFAULT_BATCH, DEFAULT_METHOD, DEFAULT_MODEL, DEFAULT_TOKENS
-    from sizing.cli import job_from_options
+    from gpuscout.cli.estimate import job_from_options
+    from gpuscout.cli.report import DEFAULT_BATCH, DEFAULT_METHOD, DEFAULT_MODEL, DEFAULT_TOKENS
+    from gpuscout.pipeline.recommend import RecommendRequest
 
     day = night.date() if isinstance(night, datetime) else night
     arch, job, warnings = job_from_options(model=DEFAULT_MODEL, method=DEFAULT_METHOD,

@@ -10,22 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from pipeline.run_options import (
-    CheckpointEveryOpt,
-    DatasetTokensOpt,
-    EpochsOpt,
-    MaxHoursOpt,
-    Objective,
-    ObjectiveOpt,
-    ProviderOpt,
-    RegionOpt,
-    SpotOpt,
-    SpotPolicy,
-    StorageGbOpt,
-    run_from_options,
-)
-from sizing.cli import (
+from gpuscout.cli.estimate import (
     AccumOpt,
     BatchOpt,
     CheckpointOpt,
@@ -45,6 +30,20 @@ from sizing.cli import (
     RankOpt,
     SeqOpt,
     TargetsOpt,
+)
+from gpuscout.cli.run_options import (
+    CheckpointEveryOpt,
+    DatasetTokensOpt,
+    EpochsOpt,
+    MaxHoursOpt,
+    Objective,
+    ObjectiveOpt,
+    ProviderOpt,
+    RegionOpt,
+    SpotOpt,
+    SpotPolicy,
+    StorageGbOpt,
+    run_from_options,
 )
 
 # The README's main job (`make demo`): QLoRA of Llama-3.1-8B on 100 M tokens.
@@ -85,7 +84,7 @@ def report_command(
     The job defaults to QLoRA of meta-llama/Llama-3.1-8B, batch 4, on 1e8 tokens; --model,
     --config or --params replace the model. The page needs no network to open.
     """
-    from pipeline.report import generate_report
+    from gpuscout.report import generate_report
 
     if model is None and config is None and params is None:
         model = DEFAULT_MODEL
@@ -101,7 +100,7 @@ def report_command(
         objective=objective, max_hours=max_hours, spot=spot, checkpoint_every=checkpoint_every,
         storage_gb=storage_gb, provider=provider, region=region, limit=limit)
     if db is None:
-        from pipeline.settings import Settings
+        from gpuscout.pipeline.settings import Settings
 
         db = Settings().db
     page = generate_report(db, out, arch, job, request, top_gpus=top_gpus, warnings=warnings)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.output import console as make_console
-from pipeline.recommend import Recommendation
+from gpuscout.cli.output import console as make_console
+from gpuscout.pipeline.recommend import Recommendation
 
 
 def _shape(row: dict) -> str:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import duckdb
-
-from warehouse.queries import run_named
+from gpuscout.warehouse.queries import run_named
 
 
 def _md_table(headers: list[str], rows: list[list[object]]) -> str:

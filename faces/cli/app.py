@@ -13,26 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from pipeline.errors import GpuscoutError, UserInputError
-from pipeline.output import Format
-from pipeline.report_cli import report_command
-from pipeline.run_options import (
-    CheckpointEveryOpt,
-    DatasetTokensOpt,
-    EpochsOpt,
-    MaxHoursOpt,
-    Objective,
-    ObjectiveOpt,
-    ProviderOpt,
-    RegionOpt,
-    SpotOpt,
-    SpotPolicy,
-    StorageGbOpt,
-    TokensOpt,
-    run_from_options,
-)
-from sizing.cli import (
+from gpuscout.cli.estimate import (
     AccumOpt,
     BatchOpt,
     CheckpointOpt,
@@ -54,6 +35,24 @@ from sizing.cli import (
     TargetsOpt,
     estimate_command,
 )
+from gpuscout.cli.output import Format
+from gpuscout.cli.report import report_command
+from gpuscout.cli.run_options import (
+    CheckpointEveryOpt,
+    DatasetTokensOpt,
+    EpochsOpt,
+    MaxHoursOpt,
+    Objective,
+    ObjectiveOpt,
+    ProviderOpt,
+    RegionOpt,
+    SpotOpt,
+    SpotPolicy,
+    StorageGbOpt,
+    TokensOpt,
+    run_from_options,
+)
+from gpuscout.core.errors import GpuscoutError, UserInputError
 
 app = typer.Typer(
     name="gpuscout",
@@ -76,7 +75,7 @@ FormatOption = Annotated[Format, typer.Option("--format", help="output format")]
 def _db(db: Path | None) -> Path:
     if db is not None:
         return db
-    from pipeline.settings import Settings
+    from gpuscout.pipeline.settings import Settings
 
     return Settings().db
 
@@ -103,9 +102,9 @@ def refresh(
     format: FormatOption = Format.table,
 ) -> None:
     """Fetch offers, normalize them and merge them into the warehouse's price history."""
-    from pipeline.refresh import Source
-    from pipeline.refresh import refresh as run_refresh
-    from pipeline.refresh_view import progress_display, report_table
+    from gpuscout.cli.refresh_view import progress_display, report_table
+    from gpuscout.pipeline.refresh import Source
+    from gpuscout.pipeline.refresh import refresh as run_refresh
 
     if offline and replay:
         raise UserInputError("--offline and --replay are exclusive: --offline replays the "
@@ -120,8 +119,7 @@ def refresh(
         report_table(report)
     else:
         import pyarrow as pa
-
-        from pipeline.output import render
+        from gpuscout.cli.output import render
 
         render(pa.Table.from_pylist([r.model_dump() for r in report.providers]), format)
     # 0: every provider loaded (a partial load says what it held back in its `error`);
@@ -152,9 +150,9 @@ def offers(
     format: FormatOption = Format.table,
 ) -> None:
     """Current offers from the warehouse, cheapest first."""
-    from pipeline.output import render
-    from warehouse.connection import connect
-    from warehouse.queries import run_named
+    from gpuscout.cli.output import render
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.queries import run_named
 
     params = {
         "gpu": gpu, "min_vram": min_vram, "max_price": max_price,
@@ -188,9 +186,9 @@ def sql(
     format: FormatOption = Format.table,
 ) -> None:
     """Run read-only SQL against the warehouse."""
-    from pipeline.output import render
-    from warehouse.connection import connect
-    from warehouse.queries import run_sql
+    from gpuscout.cli.output import render
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.queries import run_sql
 
     with connect(_db(db), read_only=True) as con:
         render(run_sql(con, query), format)
@@ -204,11 +202,10 @@ def providers(
     """Every provider: offers, source kind (api/html), last successful refresh, staleness,
     unknown GPU labels. Registered providers never refreshed into this warehouse show too."""
     import pyarrow as pa
-
-    from adapters.registry import PROVIDERS, get_adapter
-    from pipeline.output import render
-    from warehouse.connection import connect
-    from warehouse.queries import run_named
+    from gpuscout.adapters.registry import PROVIDERS, get_adapter
+    from gpuscout.cli.output import render
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.queries import run_named
 
     with connect(_db(db), read_only=True) as con:
         seen = {r["provider"]: r for r in run_named(con, "providers_overview").to_pylist()}
@@ -231,9 +228,9 @@ def runs(
     format: FormatOption = Format.table,
 ) -> None:
     """The refresh run log: per provider, status, counts, unknown labels and errors."""
-    from pipeline.output import render
-    from warehouse.connection import connect
-    from warehouse.queries import run_named
+    from gpuscout.cli.output import render
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.queries import run_named
 
     with connect(_db(db), read_only=True) as con:
         render(run_named(con, "runs", {"limit": limit}), format, title="refresh runs")
@@ -268,9 +265,9 @@ def recommend(
     The parallelism is chosen per offer (one GPU, DDP, ZeRO-2 or ZeRO-3 over its GPUs, more
     nodes only on a fast fabric), so --gpus/--sharding of `estimate` do not apply here.
     """
-    from pipeline.recommend import recommend as run_recommend
-    from pipeline.recommend_view import print_recommendation
-    from warehouse.connection import connect
+    from gpuscout.cli.recommend_view import print_recommendation
+    from gpuscout.pipeline.recommend import recommend as run_recommend
+    from gpuscout.warehouse.connection import connect
 
     arch, job, request, warnings = run_from_options(
         model=model, config=config, params=params, method=method, lora_rank=lora_rank,
@@ -299,9 +296,8 @@ def gpus(
     if ctx.invoked_subcommand is not None:
         return
     import pyarrow as pa
-
-    from pipeline.catalog import load_catalog
-    from pipeline.output import render
+    from gpuscout.cli.output import render
+    from gpuscout.core.catalog import load_catalog
 
     wide = format is not Format.table
     rows = [g.model_dump(mode="json") if wide else g.model_dump(mode="json", include={
@@ -319,7 +315,7 @@ def gpus_resolve(
     format: Annotated[Format, typer.Option("--format")] = Format.table,
 ) -> None:
     """Show how a provider's GPU label resolves to a catalog GPU (or why it does not)."""
-    from pipeline.catalog import Resolved, load_catalog
+    from gpuscout.core.catalog import Resolved, load_catalog
 
     res = load_catalog().resolve(provider, label, vram)
     payload = {"provider": provider, "label": label, "gpu_id": res.gpu_id,

@@ -1,0 +1,5 @@
+"""`python -m gpuscout` is the `gpuscout` command."""
+
+from gpuscout.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The `gpuscout` command line: a thin face over the Python API and the use cases."""
