@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 DB     ?= var/gpuscout.duckdb
 EXTRAS ?= dev,flows
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint typecheck bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +23,18 @@ demo: install
 		--tokens 1e8 --limit 5 --explain
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/pytest
 
 lint: install
 	$(BIN)/ruff check .
+
+# basedpyright on the installed package: the folders become gpuscout.* only when installed,
+# so a copy is staged in var/typecheck (see README, Development).
+typecheck: install
+	rm -rf var/typecheck build
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --no-compile \
+		--target var/typecheck .
+	$(BIN)/basedpyright
 
 bench: install
 	$(BIN)/python -m bench.load

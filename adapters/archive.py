@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
 from gpuscout.adapters.redaction import redact_url
 from gpuscout.core.errors import FetchError
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 MANIFEST = "manifest.json"
 # Response headers worth keeping: what the body is, when it changed, and rate-limit state.
@@ -79,13 +80,15 @@ class ArchiveEntry(BaseModel):
 
     url: str = Field(description="request URL with secrets masked")
     method: str = "GET"
-    request_sha256: str | None = Field(None, description="sha256 of the request body, if any")
+    request_sha256: str | None = Field(default=None,
+                                       description="sha256 of the request body, if any")
     status: int
     headers: dict[str, str] = Field(default_factory=dict)
     file: str
     sha256: str
     fetched_at: datetime
-    note: str | None = Field(None, description="provenance remark for bundled snapshots")
+    note: str | None = Field(default=None,
+                             description="provenance remark for bundled snapshots")
 
 
 class Capture(BaseModel):
@@ -104,8 +107,9 @@ class Capture(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     body: bytes = b""
     fetched_at: datetime
-    body_path: Path | None = Field(None, description="file holding a streamed body")
-    body_sha256: str | None = Field(None, description="sha256 of body_path, taken while written")
+    body_path: Path | None = Field(default=None, description="file holding a streamed body")
+    body_sha256: str | None = Field(default=None,
+                                    description="sha256 of body_path, taken while written")
     # Keeps a temporary body file alive as long as a capture refers to it.
     _temporary: _TemporaryBody | None = PrivateAttr(default=None)
 

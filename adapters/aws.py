@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,9 +31,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    OneOfferPerKey,
+    json_body,
+    member,
+    parse_error,
+    positive_decimal,
+)
 from gpuscout.core.catalog import Resolved, load_catalog
 from gpuscout.core.errors import FetchError, ParseError
 from gpuscout.core.models import (
@@ -45,15 +53,13 @@ from gpuscout.core.models import (
     PricingModel,
     Reject,
 )
-from pydantic import ValidationError
 
 logger = logging.getLogger(__name__)
 
 PRICING_HOST = "https://pricing.us-east-1.amazonaws.com"
 OFFER_INDEX_URL = f"{PRICING_HOST}/offers/v1.0/aws/index.json"
 OFFER_CODE = "AmazonEC2"
-# The feed behind aws.amazon.com/ec2/spot/pricing (plain JSON). Its predecessor spot.js, a JSONP
-# `callback(...)`, is frozen since 2024-05; parse() accepts both.
+# The feed behind aws.amazon.com/ec2/spot/pricing (plain JSON).
 SPOT_PRICES_URL = "https://website.spot.ec2.aws.a2z.com/spot.json"
 SPOT_ADVISOR_URL = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 NETWORK_CSV = Path(__file__).with_name("aws_network.csv")
@@ -164,7 +170,7 @@ def _sort_captures(captures: Sequence[Capture]) -> _Kinds:
             kinds.region_index = c
         elif path.endswith("/index.csv"):
             kinds.region_files.append(c)
-        elif path.endswith(("/spot.json", "/spot.js")):
+        elif path.endswith("/spot.json"):
             kinds.spot = c
         elif path.endswith("/spot-advisor-data.json"):
             kinds.advisor = c
@@ -178,9 +184,8 @@ def _region_index_url(offer_index: Capture) -> str:
     entry = offers.get(OFFER_CODE) if isinstance(offers, dict) else None
     path = entry.get("currentRegionIndexUrl") if isinstance(entry, dict) else None
     if not isinstance(path, str) or not path.startswith("/"):
-        raise ParseError("no AmazonEC2 region index in the offer index", provider=NAME,
-                         url=offer_index.url, field=f"offers.{OFFER_CODE}.currentRegionIndexUrl",
-                         snippet=offer_index.text()[:SNIPPET])
+        raise parse_error(NAME, offer_index, "no AmazonEC2 region index in the offer index",
+                          f"offers.{OFFER_CODE}.currentRegionIndexUrl")
     return PRICING_HOST + path
 
 
@@ -191,13 +196,12 @@ def _region_entries(region_index: Capture) -> dict[str, str]:
     for code, entry in regions.items() if isinstance(regions, dict) else ():
         path = entry.get("currentVersionUrl") if isinstance(entry, dict) else None
         if not isinstance(path, str) or not path.endswith("/index.json"):
-            raise ParseError("region without a currentVersionUrl", provider=NAME,
-                             url=region_index.url, field=f"regions.{code}.currentVersionUrl",
-                             snippet=json.dumps(entry)[:SNIPPET])
+            raise parse_error(NAME, region_index, "region without a currentVersionUrl",
+                              f"regions.{code}.currentVersionUrl",
+                              snippet=json.dumps(entry)[:SNIPPET])
         out[code] = path
     if not out:
-        raise ParseError("region index lists no regions", provider=NAME, url=region_index.url,
-                         field="regions", snippet=region_index.text()[:SNIPPET])
+        raise parse_error(NAME, region_index, "region index lists no regions", "regions")
     return out
 
 
@@ -213,15 +217,7 @@ def _listed_regions(region_index: Capture) -> set[str]:
 
 
 def _json_field(capture: Capture, name: str) -> Any:
-    try:
-        doc = json.loads(capture.read_bytes())
-    except ValueError:
-        raise ParseError("not JSON", provider=NAME, url=capture.url,
-                         snippet=capture.text()[:SNIPPET]) from None
-    if not isinstance(doc, dict) or name not in doc:
-        raise ParseError(f"no '{name}' in the document", provider=NAME, url=capture.url,
-                         field=name, snippet=capture.text()[:SNIPPET])
-    return doc[name]
+    return member(NAME, capture, json_body(NAME, capture), name, object)
 
 
 # -- on-demand: the per-region CSV offer files ------------------------------------------------
@@ -234,41 +230,17 @@ class _Specs:
     disk_gb: float | None
 
 
-class _Collector:
-    """Offers by key. A key seen again at the same price is the same offer; at another price
-    it is a contradiction, and every row of that key is rejected rather than one picked."""
+class _Collector(OneOfferPerKey):
+    """Offers by key under the toolkit's duplicate-key rule (a key seen again at the same price
+    is the same offer; at another price every row of that key is rejected), and the rejects of
+    rows that are no offer."""
 
     def __init__(self) -> None:
-        self._offers: dict[str, ParsedOffer] = {}
-        self._conflicts: set[str] = set()
-        self.rejects: list[Reject] = []
-
-    def add(self, offer: ParsedOffer) -> None:
-        key = offer.offer_key
-        if key in self._conflicts:
-            self.rejects.append(_conflict(offer))
-        elif key not in self._offers:
-            self._offers[key] = offer
-        elif self._offers[key].price_per_hour != offer.price_per_hour:
-            self._conflicts.add(key)
-            self.rejects += [_conflict(self._offers.pop(key)), _conflict(offer)]
-
-    def has(self, key: str, price: float) -> bool:
-        """Already holds this key at this price: a repeated row, nothing to build."""
-        held = self._offers.get(key)
-        return held is not None and held.price_per_hour == price
+        super().__init__(NAME)
 
     def reject(self, reason: str, raw: str, offer_key: str | None = None) -> None:
         self.rejects.append(Reject(provider=NAME, reason=reason, raw=raw[:2000],
                                    offer_key=offer_key))
-
-    def offers(self) -> list[ParsedOffer]:
-        return list(self._offers.values())
-
-
-def _conflict(offer: ParsedOffer) -> Reject:
-    return Reject(provider=NAME, offer_key=offer.offer_key, raw=offer.model_dump_json(),
-                  reason="the source gives this offer two different prices")
 
 
 def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs]) -> int:
@@ -278,8 +250,8 @@ def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs
     col = {name: i for i, name in enumerate(header)}
     missing = [c for c in REQUIRED_COLUMNS if c not in col]
     if missing:
-        raise ParseError(f"offer file has no '{missing[0]}' column", provider=NAME,
-                         url=capture.url, field=missing[0], snippet=",".join(header)[:SNIPPET])
+        raise parse_error(NAME, capture, f"offer file has no '{missing[0]}' column", missing[0],
+                          snippet=",".join(header)[:SNIPPET])
     width = len(header)
     key_columns = itemgetter(*(col[name] for name in ROW_FILTER))
     wanted = tuple(ROW_FILTER.values())
@@ -305,8 +277,8 @@ def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs
             if row[i_type]:
                 _on_demand_row(dict(zip(header, row, strict=True)), capture, meta, out, specs)
     except (csv.Error, UnicodeDecodeError) as exc:
-        raise ParseError(f"offer file is not CSV after line {data_lines}: {exc}",
-                         provider=NAME, url=capture.url, snippet=_head(capture)) from None
+        raise parse_error(NAME, capture,
+                          f"offer file is not CSV after line {data_lines}: {exc}") from None
     return data_lines
 
 
@@ -322,10 +294,8 @@ def _read_preamble(lines: Iterator[str],
             if len(row) == 2:
                 meta[row[0]] = row[1]
     except (csv.Error, UnicodeDecodeError) as exc:
-        raise ParseError(f"not a CSV offer file: {exc}", provider=NAME, url=capture.url,
-                         snippet=_head(capture)) from None
-    raise ParseError("no header row starting with SKU", provider=NAME, url=capture.url,
-                     field="SKU", snippet=_head(capture))
+        raise parse_error(NAME, capture, f"not a CSV offer file: {exc}") from None
+    raise parse_error(NAME, capture, "no header row starting with SKU", "SKU")
 
 
 def _candidate_lines(lines: Iterator[str]) -> Iterator[str]:
@@ -351,11 +321,6 @@ def _candidate_lines(lines: Iterator[str]) -> Iterator[str]:
         yield pending
 
 
-def _head(capture: Capture) -> str:
-    with capture.open() as f:
-        return f.read(SNIPPET).decode("utf-8", "replace")
-
-
 def _on_demand_row(row: dict[str, str], capture: Capture, meta: Mapping[str, str],
                    out: _Collector, specs: dict[str, _Specs]) -> None:
     itype, region = row["Instance Type"], row["Region Code"]
@@ -364,18 +329,18 @@ def _on_demand_row(row: dict[str, str], capture: Capture, meta: Mapping[str, str
     if count is None:
         if row["Instance Family"] != GPU_INSTANCE_FAMILY:
             return  # not a GPU machine: CPU, FPGA and ML-ASIC families are out of scope
-        count = _positive(row["GPU"])
+        count = positive_decimal(row["GPU"])
         if count is None:
             out.reject(f"GPU instance {itype} has no alias row and no GPU count",
                        json.dumps(row), key)
             return
-    price = _positive(row["PricePerUnit"])
+    price = positive_decimal(row["PricePerUnit"])
     if price is None:
         out.reject(f"no positive hourly price: {row['PricePerUnit']!r}", json.dumps(row), key)
         return
-    if out.has(key, price):
+    if out.holds(key, price):
         return
-    spec = _Specs(vcpus=_positive(row["vCPU"]), ram_gb=_size_gb(row["Memory"]),
+    spec = _Specs(vcpus=positive_decimal(row["vCPU"]), ram_gb=_size_gb(row["Memory"]),
                   disk_gb=_storage_gb(row["Storage"]))
     specs.setdefault(itype, spec)
     vram_total = _size_gb(row["GPU Memory"])
@@ -420,24 +385,15 @@ def _advisor(capture: Capture) -> _Advisor:
         bands = {int(r["index"]): str(r["label"]) for r in ranges}
         by_region = {code: dict(v.get("Linux", {})) for code, v in regions.items()}
     except (TypeError, KeyError, ValueError, AttributeError):
-        raise ParseError("Spot Advisor ranges or regions of an unknown shape", provider=NAME,
-                         url=capture.url, field="ranges",
-                         snippet=json.dumps(ranges)[:SNIPPET]) from None
+        raise parse_error(NAME, capture, "Spot Advisor ranges or regions of an unknown shape",
+                          "ranges", snippet=json.dumps(ranges)[:SNIPPET]) from None
     return _Advisor(bands, by_region)
 
 
 def _spot_document(capture: Capture) -> dict[str, Any]:
-    text = capture.text().strip()
-    # spot.js wraps the JSON in a JSONP call: callback({...});
-    match = re.fullmatch(r"callback\((.*)\);?", text, re.DOTALL)
-    try:
-        doc = json.loads(match.group(1) if match else text)
-    except ValueError:
-        raise ParseError("spot price feed is not JSON", provider=NAME, url=capture.url,
-                         snippet=text[:SNIPPET]) from None
+    doc = json_body(NAME, capture)
     if not isinstance(doc, dict):
-        raise ParseError("spot price feed is not an object", provider=NAME, url=capture.url,
-                         snippet=text[:SNIPPET])
+        raise parse_error(NAME, capture, "spot price feed is not an object")
     return doc
 
 
@@ -447,9 +403,8 @@ def _parse_spot_feed(capture: Capture, advisor: _Advisor | None, specs: Mapping[
     config = doc.get("config")
     regions = config.get("regions") if isinstance(config, dict) else None
     if not isinstance(regions, list):
-        raise ParseError("no config.regions in the spot price feed", provider=NAME,
-                         url=capture.url, field="config.regions",
-                         snippet=json.dumps(doc)[:SNIPPET])
+        raise parse_error(NAME, capture, "no config.regions in the spot price feed",
+                          "config.regions", snippet=json.dumps(doc)[:SNIPPET])
     for region in regions:
         code = _field(region, "region", capture)
         for group in _list_field(region, "instanceTypes", capture):
@@ -462,8 +417,8 @@ def _spot_size(size: Any, region: str, gpu_group: bool, capture: Capture,
                advisor: _Advisor | None, specs: Mapping[str, _Specs], out: _Collector) -> None:
     itype = _field(size, "size", capture)
     if not isinstance(itype, str):
-        raise ParseError("spot size whose name is not a string", provider=NAME,
-                         url=capture.url, field="size", snippet=json.dumps(size)[:SNIPPET])
+        raise parse_error(NAME, capture, "spot size whose name is not a string", "size",
+                          snippet=json.dumps(size)[:SNIPPET])
     count = _alias_count(itype)
     raw = json.dumps({"region": region, **size})
     key = f"{region}|{itype}|spot"
@@ -473,24 +428,25 @@ def _spot_size(size: Any, region: str, gpu_group: bool, capture: Capture,
         return
     columns = _field(size, "valueColumns", capture)
     if not isinstance(columns, list):
-        raise ParseError("spot size whose valueColumns is not a list", provider=NAME,
-                         url=capture.url, field="valueColumns", snippet=raw[:SNIPPET])
+        raise parse_error(NAME, capture, "spot size whose valueColumns is not a list",
+                          "valueColumns", snippet=raw[:SNIPPET])
     prices = {vc.get("name"): vc.get("prices", {}) for vc in columns
               if isinstance(vc, dict) and isinstance(vc.get("name"), str)}
     if "linux" not in prices:
-        raise ParseError("spot size without a linux price column", provider=NAME,
-                         url=capture.url, field="valueColumns.linux", snippet=raw[:SNIPPET])
+        raise parse_error(NAME, capture, "spot size without a linux price column",
+                          "valueColumns.linux", snippet=raw[:SNIPPET])
     quotes = prices["linux"] if isinstance(prices["linux"], dict) else {}
     if len(quotes) != 1:
         out.reject(f"expected one Linux spot price, found {quotes!r}", raw, key)
         return
     (currency, quote), = quotes.items()
-    price = _positive(quote) if isinstance(quote, str) else None
+    price = positive_decimal(quote) if isinstance(quote, str) else None
     if price is None:  # "N/A*": not sold as spot there (see the region's footnotes)
         out.reject(f"no Linux spot price ({quote!r})", raw, key)
         return
     advice = advisor.by_region.get(region, {}).get(itype) if advisor else None
     advice = advice if isinstance(advice, dict) else None
+    band = advice.get("r") if advice else None
     spec = specs.get(itype, _Specs(None, None, None))
     network, network_gbps = _network(itype)
     try:
@@ -502,8 +458,8 @@ def _spot_size(size: Any, region: str, gpu_group: bool, capture: Capture,
             network_gbps=network_gbps, source_url=capture.url,
             observed_at=capture.fetched_at,
             provider_data={
-                "interruption_band": advisor.bands.get(advice.get("r")) if advisor and advice
-                else None,
+                "interruption_band": advisor.bands.get(band)
+                if advisor and isinstance(band, int) else None,
                 "savings_pct": advice.get("s") if advice else None,
             },
         )
@@ -516,15 +472,15 @@ def _spot_size(size: Any, region: str, gpu_group: bool, capture: Capture,
 def _list_field(obj: Any, name: str, capture: Capture) -> list[Any]:
     value = _field(obj, name, capture)
     if not isinstance(value, list):
-        raise ParseError(f"spot price feed field '{name}' is not a list", provider=NAME,
-                         url=capture.url, field=name, snippet=json.dumps(obj)[:SNIPPET])
+        raise parse_error(NAME, capture, f"spot price feed field '{name}' is not a list", name,
+                          snippet=json.dumps(obj)[:SNIPPET])
     return value
 
 
 def _field(obj: Any, name: str, capture: Capture) -> Any:
     if not isinstance(obj, dict) or name not in obj:
-        raise ParseError(f"spot price feed entry without '{name}'", provider=NAME,
-                         url=capture.url, field=name, snippet=json.dumps(obj)[:SNIPPET])
+        raise parse_error(NAME, capture, f"spot price feed entry without '{name}'", name,
+                          snippet=json.dumps(obj)[:SNIPPET])
     return obj[name]
 
 
@@ -546,14 +502,6 @@ def _network_table() -> dict[str, tuple[NetworkFabric, float]]:
 
 def _network(instance_type: str) -> tuple[NetworkFabric | None, float | None]:
     return _network_table().get(instance_type, (None, None))
-
-
-def _positive(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value > 0 and math.isfinite(value) else None  # float() reads "inf", "nan"
 
 
 def _size_gb(text: str) -> float | None:

@@ -27,11 +27,20 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    envelope,
+    newest_wins,
+    positive_number,
+    require_fields,
+    split_results,
+)
 from gpuscout.core.catalog import Resolved, load_catalog
-from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.core.errors import FetchError
 from gpuscout.core.models import (
     NetworkFabric,
     ParsedOffer,
@@ -41,7 +50,6 @@ from gpuscout.core.models import (
     ProviderData,
     Reject,
 )
-from pydantic import ValidationError
 
 RETAIL_PRICES_URL = "https://prices.azure.com/api/retail/prices"
 API_VERSION = "2023-01-01-preview"  # filter values are case-sensitive from this version on
@@ -86,51 +94,29 @@ def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
     """Offers from every page; when captures repeat an offer key, the newest one wins."""
-    newest: dict[str, ParsedOffer] = {}
-    rejects: list[Reject] = []
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        currency, items = _page(capture)
-        for item in items:
-            result = _read_item(item, currency, capture)
-            if isinstance(result, ParsedOffer):
-                newest[result.offer_key] = result
-            elif isinstance(result, Reject):
-                rejects.append(result)
-    return ParseResult(offers=list(newest.values()), rejects=rejects)
+    return newest_wins(captures, _read_page)
+
+
+def _read_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    currency, items = _page(capture)
+    return split_results(_read_item(item, currency, capture) for item in items)
 
 
 # -- page -------------------------------------------------------------------------------------
 
 
-def _doc(capture: Capture) -> dict[str, Any]:
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("Items"), list):
-        raise _error(capture, "expected a Retail Prices page with an Items list", "Items")
-    return doc
-
-
 def _next_link(capture: Capture) -> str | None:
-    link = _doc(capture).get("NextPageLink")
+    doc, _ = envelope(NAME, capture, "Items")
+    link = doc.get("NextPageLink")
     return link if isinstance(link, str) and link else None
 
 
 def _page(capture: Capture) -> tuple[str | None, list[Any]]:
-    doc = _doc(capture)
+    doc, items = envelope(NAME, capture, "Items")
     currency = doc.get("BillingCurrency")
-    items = doc["Items"]
-    for field in ITEM_FIELDS:
-        # a field no item has was renamed upstream: refuse the page, never read it as empty
-        if items and not any(isinstance(i, dict) and field in i for i in items):
-            raise _error(capture, f"no item has '{field}'", field)
+    # a field no item has was renamed upstream: refuse the page, never read it as empty
+    require_fields(NAME, capture, items, ITEM_FIELDS, "item")
     return (currency if isinstance(currency, str) else None), items
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
 
 
 # -- one item ---------------------------------------------------------------------------------
@@ -187,14 +173,14 @@ def _read_item(item: Any, currency: str | None,
 
 def _price(item: dict[str, Any]) -> tuple[float, PricingModel, PriceKind, ProviderData] | str:
     """(price per hour, model, kind, extra provider data), or the reason it cannot be read."""
-    value = item["retailPrice"]
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        return f"retailPrice is not a price: {value!r}"
+    value = positive_number(item["retailPrice"])
+    if value is None:
+        return f"retailPrice is not a price: {item['retailPrice']!r}"
     if item["unitOfMeasure"] != "1 Hour":
         return f"unit {item['unitOfMeasure']!r} is not per hour"
     if item["type"] == "Consumption":
         spot = str(item["meterName"]).endswith("Spot")
-        return (float(value), PricingModel.SPOT if spot else PricingModel.ON_DEMAND,
+        return (value, PricingModel.SPOT if spot else PricingModel.ON_DEMAND,
                 PriceKind.LISTED, {})
     if item["type"] == "Reservation":
         term = item.get("reservationTerm")
@@ -202,5 +188,5 @@ def _price(item: dict[str, Any]) -> tuple[float, PricingModel, PriceKind, Provid
         if hours is None:
             return f"reservation term {term!r} is not one we can spread over hours"
         return (round(value / hours, 6), PricingModel.RESERVED, PriceKind.DERIVED,
-                {"term": str(term), "term_total": float(value), "hours_in_term": hours})
+                {"term": str(term), "term_total": value, "hours_in_term": hours})
     return f"price type {item['type']!r} is not Consumption or Reservation"

@@ -11,17 +11,19 @@ A provider module (`adapters/<provider>.py`) is a plain module with:
 
 `fetch` does all the I/O through the shared client (which archives every response) and returns
 the captures; `parse` is a pure function of those captures. A bad row becomes a `Reject` with a
-reason; a body of the wrong shape raises `ParseError`.
+reason; a body of the wrong shape raises `ParseError`. Every format `parse` reads is one that
+`fetch` requests (an older layout of the same source included). The helpers the modules share
+are in `adapters/toolkit.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.models import ParsedOffer, ParseResult, Reject
+from gpuscout.core.models import ParseResult
 
 SourceKind = Literal["api", "html"]
 
@@ -34,23 +36,3 @@ class Adapter(Protocol):
     def fetch(self, client: HttpClient, creds: Mapping[str, str]) -> list[Capture]: ...
 
     def parse(self, captures: Sequence[Capture]) -> ParseResult: ...
-
-
-PageRead = tuple[list[ParsedOffer], list[Reject]] | tuple[list[ParsedOffer], list[Reject], bool]
-
-
-def newest_wins(captures: Sequence[Capture], read: Callable[[Capture], PageRead]) -> ParseResult:
-    """Read every capture, oldest first; when captures repeat an offer key, the newest wins.
-
-    `read` returns a capture's offers and rejects, and optionally whether it was read whole
-    (False: the page was cut short, so the result is incomplete and closes nothing).
-    """
-    newest: dict[str, ParsedOffer] = {}
-    rejects: list[Reject] = []
-    complete = True
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        offers, bad, *whole = read(capture)
-        newest.update((o.offer_key, o) for o in offers)
-        rejects.extend(bad)
-        complete = complete and (whole[0] if whole else True)
-    return ParseResult(offers=list(newest.values()), rejects=rejects, complete=complete)

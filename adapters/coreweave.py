@@ -20,13 +20,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
-from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
-from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    newest_wins,
+    parse_error,
+    positive_decimal,
+    split_results,
+)
+from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
 
 PRICING_URL = "https://www.coreweave.com/gpu-cloud-pricing"
 
@@ -58,23 +64,19 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject], bool
     tree = LexborHTMLParser(capture.text())
     rows = tree.css(".table-body-row")
     if not rows:
-        raise _error(capture, "no pricing rows (.table-body-row)", ".table-body-row")
+        raise parse_error(NAME, capture, "no pricing rows (.table-body-row)", ".table-body-row")
     if not any(r.css_first("a[data-product]") is not None for r in rows):
-        raise _error(capture, "no row names its GPU in a[data-product]", "data-product")
+        raise parse_error(NAME, capture, "no row names its GPU in a[data-product]",
+                          "data-product")
     body = tree.body.text(separator=" ") if tree.body is not None else ""
     if not COMPONENT_HEADER_RE.search(body):
         # Without this header the price column could be per instance or per GPU: refuse it.
-        raise _error(capture, "price column header 'GPU Component Cost Per Hour' not found",
-                     "GPU Component Cost Per Hour")
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
-    complete = True
-    for row in rows:
-        if len(row.css(".w-col-2")) != ROW_CELLS:
-            # A row without its cells: the page was cut or broken, other rows may be lost.
-            complete = False
-        result = _row(row, capture)
-        (offers if isinstance(result, ParsedOffer) else rejects).append(result)
+        raise parse_error(NAME, capture,
+                          "price column header 'GPU Component Cost Per Hour' not found",
+                          "GPU Component Cost Per Hour")
+    # A row without its cells: the page was cut or broken, other rows may be lost.
+    complete = all(len(row.css(".w-col-2")) == ROW_CELLS for row in rows)
+    offers, rejects = split_results(_row(row, capture) for row in rows)
     return offers, rejects, complete
 
 
@@ -92,7 +94,7 @@ def _row(row: LexborNode, capture: Capture) -> ParsedOffer | Reject:
         return Reject(provider=NAME, raw=raw,
                       reason=f"incomplete row: expected {ROW_CELLS} value cells, "
                              f"found {len(cells)}")
-    vram, vcpus, ram = (_number(c.text(strip=True)) for c in cells[:3])
+    vram, vcpus, ram = (positive_decimal(c.text(strip=True)) for c in cells[:3])
     price_node = cells[3].css_first("strong")
     price_text = price_node.text(strip=True) if price_node is not None else ""
     match = PRICE_RE.match(price_text)
@@ -122,15 +124,3 @@ def _row(row: LexborNode, capture: Capture) -> ParsedOffer | Reject:
         return Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}", raw=raw,
                       offer_key=key)
 
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text.replace(",", ""))
-    except ValueError:
-        return None
-    return value if value > 0 else None
-
-
-def _error(capture: Capture, message: str, field: str) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])

@@ -22,11 +22,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
 from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
-from gpuscout.adapters.html import node_text
+from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
+from gpuscout.adapters.toolkit import (
+    newest_wins,
+    node_text,
+    one_price_per_key,
+    parse_error,
+    split_results,
+)
 from gpuscout.core.models import (
     Interconnect,
     ParsedOffer,
@@ -35,8 +43,6 @@ from gpuscout.core.models import (
     PricingModel,
     Reject,
 )
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 PRICING_URL = "https://www.crusoe.ai/cloud/pricing"
 
@@ -73,37 +79,31 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject], bool
     blocks = [(block, _headings(block)) for block in tree.css(".pricing-gap")]
     gpu_blocks = [(b, h) for b, h in blocks if h and h[0].lower() == GPU_COLUMN]
     if not gpu_blocks:
-        raise _error(capture, "no GPU price list: no .pricing-gap whose first heading is "
-                     "'GPU model'", "GPU model")
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
+        raise parse_error(NAME, capture, "no GPU price list: no .pricing-gap whose first "
+                          "heading is 'GPU model'", "GPU model")
+    results: list[ParsedOffer | Reject] = []
     complete = True
-    seen: set[str] = set()
     for block, headings in gpu_blocks:
         columns = [c.lower() for c in headings[1:]]
         if "on-demand" not in columns:
-            raise _error(capture, f"no 'On-demand' column in {headings}", "On-demand")
+            raise parse_error(NAME, capture, f"no 'On-demand' column in {headings}", "On-demand")
         items = block.css(".prixing-item")
         if not items:
-            raise _error(capture, "GPU price list without .prixing-item entries", "prixing-item")
+            raise parse_error(NAME, capture, "GPU price list without .prixing-item entries",
+                              "prixing-item")
         # A renamed cell or tag class leaves every item without it: a format change.
         for part in (".pricing-rich", ".pricing-tag"):
             if not any(item.css_first(part) is not None for item in items):
-                raise _error(capture, f"no GPU list item has a {part} element", part[1:])
+                raise parse_error(NAME, capture, f"no GPU list item has a {part} element",
+                                  part[1:])
         for i, item in enumerate(items):
-            results, cut = _item(item, columns, capture)
+            item_results, cut = _item(item, columns, capture)
             # Only the list's last item can be a cut: a page truncated in transit or an excerpt.
             complete = complete and not (cut and i == len(items) - 1)
-            for result in results:
-                if isinstance(result, ParsedOffer) and result.offer_key in seen:
-                    result = Reject(provider=NAME, reason="duplicate offer key in one page",
-                                    raw=item.html or "", offer_key=result.offer_key)
-                if isinstance(result, ParsedOffer):
-                    seen.add(result.offer_key)
-                    offers.append(result)
-                else:
-                    rejects.append(result)
-    return offers, rejects, complete
+            results += item_results
+    offers, rejects = split_results(results)
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *conflicts], complete
 
 
 def _item(item: LexborNode, columns: list[str],
@@ -175,7 +175,3 @@ def _headings(block: LexborNode) -> list[str]:
     heading = block.css_first(".pricing-table-heading")
     return [node_text(h) for h in heading.css(".pricing-heading")] if heading is not None else []
 
-
-def _error(capture: Capture, message: str, field: str) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])

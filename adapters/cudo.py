@@ -22,10 +22,18 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
+from gpuscout.adapters.toolkit import (
+    envelope,
+    newest_wins,
+    positive_number,
+    require_fields,
+    split_results,
+)
 from gpuscout.core.models import (
     Availability,
     ParsedOffer,
@@ -35,7 +43,6 @@ from gpuscout.core.models import (
     ProviderData,
     Reject,
 )
-from pydantic import ValidationError
 
 MACHINE_TYPES_URL = "https://rest.compute.cudo.org/v1/vms/machine-types"
 
@@ -56,16 +63,9 @@ def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
-    newest: dict[str, ParsedOffer] = {}
-    rejects: list[Reject] = []
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        for entry in _machine_types(capture):
-            result = _offer(entry, capture)
-            if isinstance(result, ParsedOffer):
-                newest[result.offer_key] = result
-            elif result is not None:
-                rejects.append(result)
-    return ParseResult(offers=list(newest.values()), rejects=rejects)
+    """Offers from every capture; when captures repeat an offer key, the newest one wins."""
+    return newest_wins(captures, lambda c: split_results(
+        _offer(entry, c) for entry in _machine_types(c)))
 
 
 # -- body -------------------------------------------------------------------------------------
@@ -73,25 +73,10 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 
 def _machine_types(capture: Capture) -> list[Any]:
     """The machine types from the API envelope {"machineTypes": [...]} or a bare list."""
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    if isinstance(doc, dict):
-        doc = doc.get("machineTypes")
-    if not isinstance(doc, list):
-        raise _error(capture, "expected {'machineTypes': [...]}", "machineTypes")
-    entries = [e for e in doc if isinstance(e, dict)]
+    _, types = envelope(NAME, capture, "machineTypes", bare_list=True)
     # A field renamed upstream shows as a field that no machine type has.
-    for name in REQUIRED:
-        if entries and not any(name in e for e in entries):
-            raise _error(capture, f"no machine type has '{name}'", name)
-    return doc
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
+    require_fields(NAME, capture, types, REQUIRED, "machine type")
+    return types
 
 
 # -- one machine type -------------------------------------------------------------------------
@@ -110,7 +95,8 @@ def _offer(entry: Any, capture: Capture) -> ParsedOffer | Reject | None:
     def reject(reason: str) -> Reject:
         return Reject(provider=NAME, reason=reason, raw=raw, offer_key=key)
 
-    if not all(isinstance(v, str) and v for v in (dc, machine, model)):
+    if not (isinstance(dc, str) and dc and isinstance(machine, str) and machine
+            and isinstance(model, str) and model):
         return reject("machine type without dataCenterId, machineType or gpuModel")
     prices = {f: _unit_price(entry.get(f)) for f in UNIT_PRICES}
     gpu, vcpu, ram = (prices[f] for f in COMPOSED)
@@ -124,12 +110,12 @@ def _offer(entry: Any, capture: Capture) -> ParsedOffer | Reject | None:
         return reject(shape)
     vcpus, memory = shape
     price = gpu + vcpus * vcpu + memory * ram
-    max_free, total_free = entry.get("maxGpuFree"), entry.get("totalGpuFree")
+    max_free, total_free = _count(entry.get("maxGpuFree")), _count(entry.get("totalGpuFree"))
     data: ProviderData = {
         "gpu_model_id": entry.get("gpuModelId"), "cpu_model": entry.get("cpuModel"),
         "composition": f"1 GPU + {vcpus} vCPU + {memory} GiB RAM; no disk, no IPv4",
         **{UNIT_PRICES[f]: float(p) if p is not None else None for f, p in prices.items()},
-        "max_gpu_free": max_free if _count(max_free) else None,
+        "max_gpu_free": max_free,
         "renewable_energy": entry.get("renewableEnergy") if isinstance(
             entry.get("renewableEnergy"), bool) else None,
     }
@@ -138,10 +124,10 @@ def _offer(entry: Any, capture: Capture) -> ParsedOffer | Reject | None:
             provider=NAME, offer_key=key, instance_type=machine, gpu_label=model, gpu_count=1,
             pricing_model=PricingModel.ON_DEMAND, price_per_hour=float(price),
             price_kind=PriceKind.DERIVED, region=dc, vcpus=vcpus, ram_gb=memory,
-            availability=(Availability.UNKNOWN if not _count(max_free)
+            availability=(Availability.UNKNOWN if max_free is None
                           else Availability.IN_STOCK if max_free > 0
                           else Availability.OUT_OF_STOCK),
-            available_count=total_free if _count(total_free) else None,
+            available_count=total_free,
             source_url=capture.url, observed_at=capture.fetched_at, provider_data=data,
         )
     except ValidationError as exc:
@@ -150,26 +136,29 @@ def _offer(entry: Any, capture: Capture) -> ParsedOffer | Reject | None:
 
 def _smallest_machine(entry: dict[str, Any]) -> tuple[int, int] | str:
     """(vCPUs, GiB RAM) of the smallest 1-GPU VM the ratios allow, or why there is none."""
-    per_gpu = entry.get("minVcpuPerGpu")
-    max_ratio, min_ratio = entry.get("maxVcpuPerMemoryGib"), entry.get("minVcpuPerMemoryGib")
-    if not _positive(per_gpu):
-        return f"minVcpuPerGpu is not a positive number: {per_gpu!r}"
-    if not _positive(max_ratio):
-        return f"maxVcpuPerMemoryGib is not a positive number: {max_ratio!r}"
+    per_gpu, max_ratio = (positive_number(entry.get(f))
+                          for f in ("minVcpuPerGpu", "maxVcpuPerMemoryGib"))
+    min_ratio = positive_number(entry.get("minVcpuPerMemoryGib"))
+    if per_gpu is None:
+        return f"minVcpuPerGpu is not a positive number: {entry.get('minVcpuPerGpu')!r}"
+    if max_ratio is None:
+        return ("maxVcpuPerMemoryGib is not a positive number: "
+                f"{entry.get('maxVcpuPerMemoryGib')!r}")
     # Whole vCPUs and GiB: what a VM is created with (cudo-compute CreateVMBody vcpus, memory_gib).
     vcpus = max(math.ceil(per_gpu), _ceil(entry.get("minVcpu")))
     memory = max(math.ceil(vcpus / max_ratio - 1e-9), _ceil(entry.get("minMemoryGib")))
     if memory < 1:
-        return f"no whole GiB of memory fits maxVcpuPerMemoryGib {max_ratio!r}"
-    if _positive(min_ratio) and vcpus / memory < min_ratio:
-        return (f"{vcpus} vCPU and {memory} GiB break minVcpuPerMemoryGib {min_ratio}: "
-                "no machine can be composed")
+        return f"no whole GiB of memory fits maxVcpuPerMemoryGib {entry['maxVcpuPerMemoryGib']!r}"
+    if min_ratio is not None and vcpus / memory < min_ratio:
+        return (f"{vcpus} vCPU and {memory} GiB break minVcpuPerMemoryGib "
+                f"{entry['minVcpuPerMemoryGib']}: no machine can be composed")
     return vcpus, memory
 
 
 def _ceil(value: Any) -> int:
     """A listed minimum rounded up to a whole unit; 0 when not listed."""
-    return math.ceil(value) if _positive(value) else 0
+    number = positive_number(value)
+    return math.ceil(number) if number is not None else 0
 
 
 def _unit_price(value: Any) -> Decimal | None:
@@ -184,10 +173,7 @@ def _unit_price(value: Any) -> Decimal | None:
     return price if price.is_finite() and price >= 0 else None
 
 
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0 \
-        and math.isfinite(value)
+def _count(value: Any) -> int | None:
+    """A GPU count as the API writes it: a non-negative int (not a bool)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None

@@ -1,9 +1,10 @@
-"""DigitalOcean GPU Droplets: list prices from the public pricing page; the API's sizes as well.
+"""DigitalOcean GPU Droplets: the API's sizes with a token, else the public pricing page.
 
-Live path: the pricing page digitalocean.com/pricing/gpu-droplets. It needs no credentials and a
-real capture of it is bundled (adapters/snapshots/digitalocean/PROVENANCE.md). The API
-(`GET https://api.digitalocean.com/v2/sizes`, Bearer token) is read by `parse()` too, for
-recorded captures of it; the only sample we have is a third-party fixture, so it is not replayed.
+Live path: with `DIGITALOCEAN_TOKEN` set, the API `GET https://api.digitalocean.com/v2/sizes`
+(Bearer token), every page of it (`links.pages.next`); without a token, the pricing page
+digitalocean.com/pricing/gpu-droplets, which needs none. Both are bundled
+(adapters/snapshots/digitalocean/PROVENANCE.md): the offline refresh, which replays with every
+credential set, reads the sizes; a replay without the token reads the page.
 
 Page (2025, styled-components cards, hashed class names; select on the stable name prefixes):
 - `h3` names the Droplet ("NVIDIA H100x8"); a `p` under the price says "On-Demand Price" or
@@ -20,22 +21,38 @@ Page (2025, styled-components cards, hashed class names; select on the stable na
 
 API sizes: `price_hourly` is the whole Droplet; `gpu_info{count, vram{amount, unit}, model}` (VRAM
 for the whole Droplet); `memory` MiB; `regions` where the size can be created, `available`.
-Sizes without `gpu_info` are CPU Droplets and are not offers. One offer per size and region.
+Sizes without `gpu_info` are CPU Droplets and are not offers. One offer per size and region; its
+key carries the region (`gpu-h100x8-640gb|nyc1|on_demand`), which the page never names
+(`gpu-h100x8-640gb|on_demand`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
 from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
+from gpuscout.adapters.toolkit import (
+    as_dict,
+    envelope,
+    finite_number,
+    is_scalar,
+    newest_wins,
+    parse_error,
+    positive_decimal,
+    positive_number,
+    require_fields,
+    split_results,
+)
+from gpuscout.core.errors import FetchError
 from gpuscout.core.models import (
     Availability,
     ParsedOffer,
@@ -45,16 +62,16 @@ from gpuscout.core.models import (
     ProviderData,
     Reject,
 )
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 PRICING_URL = "https://www.digitalocean.com/pricing/gpu-droplets"
 API_HOST = "api.digitalocean.com"
-SIZES_PATH = "/v2/sizes"
+SIZES_URL = f"https://{API_HOST}/v2/sizes"
+MAX_PAGES = 50  # DigitalOcean pages 20 sizes; ~150 sizes in all: stops a pager that never ends
+TOKEN_VAR = "DIGITALOCEAN_TOKEN"
 
 NAME = "digitalocean"
-SOURCE_KIND: SourceKind = "html"
-CREDENTIALS: tuple[str, ...] = ()
+SOURCE_KIND: SourceKind = "html"  # without a token; with one, the API
+CREDENTIALS: tuple[str, ...] = (TOKEN_VAR,)  # optional: chooses the API over the page
 
 CARD = 'div[class*="StyledCardPricingCard"]'
 PRICE_BOX = 'div[class*="StyledPriceContainer"]'
@@ -72,7 +89,28 @@ API_REQUIRED = ("slug", "price_hourly")
 
 
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
-    return [client.get(PRICING_URL)]
+    """Every page of the sizes with a token, else the pricing page.
+
+    A page that fails is a FetchError from the shared client, never a shorter list; a `next`
+    link that loops, runs past MAX_PAGES or leaves the API host (the token goes nowhere else)
+    is one too.
+    """
+    token = creds.get(TOKEN_VAR)
+    if not token:
+        return [client.get(PRICING_URL)]
+    headers = {"Authorization": f"Bearer {token}"}
+    captures = [client.get(SIZES_URL, headers=headers)]
+    seen = {SIZES_URL}
+    while (link := _next_page(captures[-1])) is not None:
+        if link in seen or len(captures) >= MAX_PAGES:
+            raise FetchError(f"links.pages.next loops or exceeds {MAX_PAGES} pages",
+                             provider=NAME, url=link, transient=False)
+        if urlsplit(link).hostname != API_HOST:
+            raise FetchError(f"links.pages.next leaves {API_HOST}", provider=NAME, url=link,
+                             transient=False)
+        seen.add(link)
+        captures.append(client.get(link, headers=headers))
+    return captures
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
@@ -88,15 +126,10 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     tree = LexborHTMLParser(capture.text())
     cards = tree.css(CARD)
     if not cards:
-        raise _error(capture, "no GPU Droplet pricing cards", CARD)
+        raise parse_error(NAME, capture, "no GPU Droplet pricing cards", CARD)
     if not any(c.css_first(PRICE_BOX) is not None for c in cards):
-        raise _error(capture, "no card has a price container", PRICE_BOX)
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
-    for card in cards:
-        result = _card(card, capture)
-        (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+        raise parse_error(NAME, capture, "no card has a price container", PRICE_BOX)
+    return split_results(_card(card, capture) for card in cards)
 
 
 def _card(card: LexborNode, capture: Capture) -> ParsedOffer | Reject:
@@ -126,7 +159,7 @@ def _card(card: LexborNode, capture: Capture) -> ParsedOffer | Reject:
                       reason=f"{title}: unrecognised price {prices[-1].text(strip=True)!r}")
     per_gpu, marks = current
     specs = _specs(card)
-    gpus = _number(specs.get("gpus per droplet"))
+    gpus = positive_decimal(specs.get("gpus per droplet"))
     if gpus is None or gpus != int(gpus):
         return Reject(provider=NAME, raw=raw, reason=f"{title}: no 'GPUs per Droplet'")
     count = int(gpus)
@@ -150,7 +183,7 @@ def _card(card: LexborNode, capture: Capture) -> ParsedOffer | Reject:
             provider=NAME, offer_key=key, instance_type=slug, gpu_label=label,
             gpu_count=count, vram_gb_per_gpu=vram, pricing_model=PricingModel.ON_DEMAND,
             price_per_hour=round(per_gpu * count, 6), price_kind=PriceKind.LISTED,
-            vcpus=_number(specs.get("droplet vcpus")),
+            vcpus=positive_decimal(specs.get("droplet vcpus")),
             ram_gb=_size_gb(specs.get("droplet memory")),
             disk_gb=_size_gb(specs.get("boot disk")), source_url=capture.url,
             observed_at=capture.fetched_at,
@@ -222,41 +255,34 @@ def _label(title: str, count: int) -> str:
 # -- API /v2/sizes ----------------------------------------------------------------------------
 
 
+def _next_page(capture: Capture) -> str | None:
+    doc, _ = envelope(NAME, capture, "sizes")
+    link = as_dict(as_dict(doc.get("links")).get("pages")).get("next")
+    return link if isinstance(link, str) and link else None
+
+
 def _parse_sizes(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    sizes = doc.get("sizes") if isinstance(doc, dict) else None
-    if not isinstance(sizes, list):
-        raise _error(capture, "expected {'sizes': [...]}", "sizes")
-    entries = [s for s in sizes if isinstance(s, dict)]
-    for field in API_REQUIRED:  # a field renamed upstream is missing from every size
-        if entries and not any(field in s for s in entries):
-            raise _error(capture, f"no size has '{field}'", field)
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
-    for size in sizes:
-        if isinstance(size, dict) and size.get("gpu_info") is None:
-            continue  # a CPU Droplet: not a GPU offer
-        for result in _size_offers(size, capture):
-            (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+    _, sizes = envelope(NAME, capture, "sizes")
+    # a field renamed upstream is missing from every size
+    require_fields(NAME, capture, sizes, API_REQUIRED, "size")
+    return split_results(result for size in sizes
+                         # a size without gpu_info is a CPU Droplet: not a GPU offer
+                         if not (isinstance(size, dict) and size.get("gpu_info") is None)
+                         for result in _size_offers(size, capture))
 
 
 def _size_offers(size: Any, capture: Capture) -> list[ParsedOffer | Reject]:
     raw = json.dumps(size, sort_keys=True)
     if not isinstance(size, dict):
         return [Reject(provider=NAME, reason="size is not an object", raw=raw)]
-    gpu = size["gpu_info"]
-    slug, price = size.get("slug"), size.get("price_hourly")
-    count = gpu.get("count") if isinstance(gpu, dict) else None
-    model = gpu.get("model") if isinstance(gpu, dict) else None
+    gpu = as_dict(size["gpu_info"])
+    slug, price = size.get("slug"), positive_number(size.get("price_hourly"))
+    count, model = gpu.get("count"), gpu.get("model")
     if not isinstance(slug, str) or not slug:
         return [Reject(provider=NAME, reason="GPU size without a slug", raw=raw)]
-    if not _is_number(price) or price <= 0:
-        return [Reject(provider=NAME, reason=f"{slug}: price_hourly is not a price: {price!r}",
-                       raw=raw)]
+    if price is None:
+        return [Reject(provider=NAME, raw=raw, reason=f"{slug}: price_hourly is not a price: "
+                       f"{size.get('price_hourly')!r}")]
     if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         return [Reject(provider=NAME, reason=f"{slug}: gpu_info.count is not a count: {count!r}",
                        raw=raw)]
@@ -274,7 +300,7 @@ def _size_offers(size: Any, capture: Capture) -> list[ParsedOffer | Reject]:
                           "transfer_tb": size.get("transfer"),
                           "networking_throughput_mbps": size.get("networking_throughput"),
                           "scratch_disk_gb": _api_scratch_gb(size.get("disk_info"))}
-    memory = size.get("memory")
+    memory = positive_number(size.get("memory"))
     out: list[ParsedOffer | Reject] = []
     for region in regions:
         key = f"{slug}|{region or '*'}|{PricingModel.ON_DEMAND.value}"
@@ -282,13 +308,12 @@ def _size_offers(size: Any, capture: Capture) -> list[ParsedOffer | Reject]:
             out.append(ParsedOffer(
                 provider=NAME, offer_key=key, instance_type=slug, gpu_label=model,
                 gpu_count=count, vram_gb_per_gpu=vram, pricing_model=PricingModel.ON_DEMAND,
-                price_per_hour=float(price), price_kind=PriceKind.LISTED, region=region,
-                vcpus=_positive(size.get("vcpus")),
-                ram_gb=round(memory * MIB / 1e9, 1) if _is_number(memory) and memory > 0
-                else None,
-                disk_gb=_positive(size.get("disk")), availability=availability,
+                price_per_hour=price, price_kind=PriceKind.LISTED, region=region,
+                vcpus=positive_number(size.get("vcpus")),
+                ram_gb=round(memory * MIB / 1e9, 1) if memory is not None else None,
+                disk_gb=positive_number(size.get("disk")), availability=availability,
                 source_url=capture.url, observed_at=capture.fetched_at,
-                provider_data={k: v for k, v in data.items() if _is_scalar(v)},
+                provider_data={k: v for k, v in data.items() if is_scalar(v)},
             ))
         except ValidationError as exc:
             out.append(Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}",
@@ -298,20 +323,18 @@ def _size_offers(size: Any, capture: Capture) -> list[ParsedOffer | Reject]:
 
 def _api_vram_per_gpu(vram: Any, count: int) -> float | None:
     """gpu_info.vram is the whole Droplet's ({"amount": 640, "unit": "gib"} for 8 GPUs)."""
-    if not isinstance(vram, dict) or not _is_number(vram.get("amount")):
+    amount = finite_number(as_dict(vram).get("amount"))
+    if amount is None or str(as_dict(vram).get("unit", "")).lower() not in ("gib", "gb"):
         return None
-    if str(vram.get("unit", "")).lower() not in ("gib", "gb"):
-        return None
-    return round(vram["amount"] / count, 3) or None
+    return round(amount / count, 3) or None
 
 
 def _api_scratch_gb(disks: Any) -> float | None:
     for disk in disks if isinstance(disks, list) else []:
-        size = disk.get("size") if isinstance(disk, dict) else None
-        if disk.get("type") == "scratch" and isinstance(size, dict):
-            unit = str(size.get("unit", "")).lower()
-            if _is_number(size.get("amount")) and unit in UNIT_BYTES:
-                return round(size["amount"] * UNIT_BYTES[unit] / 1e9, 1)
+        size = as_dict(as_dict(disk).get("size"))
+        amount, unit = finite_number(size.get("amount")), str(size.get("unit", "")).lower()
+        if as_dict(disk).get("type") == "scratch" and amount is not None and unit in UNIT_BYTES:
+            return round(amount * UNIT_BYTES[unit] / 1e9, 1)
     return None
 
 
@@ -330,28 +353,3 @@ def _size_gb(text: str | None) -> float | None:
     value = float(match.group(1).replace(",", ""))
     return round(value * UNIT_BYTES[match.group(2).lower()] / 1e9, 1)
 
-
-def _number(text: str | None) -> float | None:
-    try:
-        value = float((text or "").replace(",", ""))
-    except ValueError:
-        return None
-    return value if value > 0 else None
-
-
-def _positive(value: Any) -> float | None:
-    return float(value) if _is_number(value) and value > 0 else None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value)
-
-
-def _is_scalar(value: Any) -> bool:
-    return value is not None and isinstance(value, str | int | float | bool)
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])

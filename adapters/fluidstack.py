@@ -19,14 +19,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
-from gpuscout.adapters.html import node_text
-from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
-from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    newest_wins,
+    node_text,
+    one_price_per_key,
+    parse_error,
+    split_results,
+)
+from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
 
 PRICING_URL = "https://www.fluidstack.io/pricing"
 
@@ -56,25 +62,18 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     table = LexborHTMLParser(capture.text()).css_first(TABLE)
     if table is None:
-        raise _error(capture, "no <table class=\"pricing_table\">", TABLE)
+        raise parse_error(NAME, capture, "no <table class=\"pricing_table\">", TABLE)
     heads = [node_text(th) for th in table.css("thead th")]
     columns = _columns(heads)
     for required in ("vram", "on_demand"):
         if required not in columns.values():
-            raise _error(capture, f"no {required} column in {heads}", required)
+            raise parse_error(NAME, capture, f"no {required} column in {heads}", required)
     rows = table.css("tbody tr")
     if not rows:
-        raise _error(capture, "pricing table without body rows", "tbody tr")
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
-    for row in rows:
-        for result in _row(capture, row, heads, columns):
-            if isinstance(result, ParsedOffer) and any(o.offer_key == result.offer_key
-                                                       for o in offers):
-                result = Reject(provider=NAME, reason="duplicate offer key in one page",
-                                raw=row.html or "", offer_key=result.offer_key)
-            (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+        raise parse_error(NAME, capture, "pricing table without body rows", "tbody tr")
+    offers, rejects = split_results(r for row in rows for r in _row(capture, row, heads, columns))
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *conflicts]
 
 
 def _columns(heads: list[str]) -> dict[int, str]:
@@ -148,7 +147,3 @@ def _row(capture: Capture, row: LexborNode, heads: list[str],
                                   reason=f"invalid offer: {exc.errors()[0]['msg']}"))
     return results
 
-
-def _error(capture: Capture, message: str, field: str) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])

@@ -14,15 +14,16 @@ through the shared client like any provider response, so it is archived and repl
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from datetime import date
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import parse_error, positive_decimal
 from gpuscout.core.errors import ParseError
-from pydantic import BaseModel, ConfigDict, Field
 
 ECB_DAILY_URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
 # The archive folder (and HttpClient name) of the rates: not a provider, hence the underscore.
@@ -63,22 +64,25 @@ def _table(capture: Capture) -> FxTable:
     try:
         root = ET.fromstring(capture.body)
     except ET.ParseError as exc:
-        raise _error(capture, f"body is not XML ({exc})", None) from None
+        raise parse_error(FX_SOURCE, capture, f"body is not XML ({exc})") from None
     if root.tag != f"{_GESMES}Envelope":
-        raise _error(capture, f"root element is {root.tag!r}, not gesmes:Envelope", "Envelope")
+        raise parse_error(FX_SOURCE, capture,
+                          f"root element is {root.tag!r}, not gesmes:Envelope", "Envelope")
     days = root.findall(f"{_EUROFXREF}Cube/{_EUROFXREF}Cube[@time]")
     if not days:
-        raise _error(capture, "no <Cube time='...'> with the day's rates", "Cube/@time")
+        raise parse_error(FX_SOURCE, capture, "no <Cube time='...'> with the day's rates",
+                          "Cube/@time")
     # The daily file holds one day; the history files hold many, newest first: take the newest.
     day = max(days, key=lambda c: c.get("time", ""))
     try:
         as_of = date.fromisoformat(day.get("time", ""))
     except ValueError:
-        raise _error(capture, f"reference date {day.get('time')!r} is not a date",
-                     "Cube/@time") from None
+        raise parse_error(FX_SOURCE, capture,
+                          f"reference date {day.get('time')!r} is not a date",
+                          "Cube/@time") from None
     eur_rates = _eur_rates(day, capture)
     if "USD" not in eur_rates:
-        raise _error(capture, f"no USD rate on {as_of}", "Cube/@currency")
+        raise parse_error(FX_SOURCE, capture, f"no USD rate on {as_of}", "Cube/@currency")
     usd = eur_rates["USD"]
     usd_per_unit = {"USD": 1.0, "EUR": usd}
     usd_per_unit.update({c: usd / r for c, r in eur_rates.items() if c != "USD"})
@@ -91,23 +95,19 @@ def _eur_rates(day: ET.Element, capture: Capture) -> dict[str, float]:
     for cube in day.findall(f"{_EUROFXREF}Cube"):
         currency, text = cube.get("currency"), cube.get("rate")
         if currency is None or len(currency) != 3 or not currency.isalpha():
-            raise _error(capture, f"currency code {currency!r} is not ISO 4217",
-                         "Cube/@currency")
-        try:
-            rate = float(text or "")
-        except ValueError:
-            rate = math.nan
-        if not math.isfinite(rate) or rate <= 0:
-            raise _error(capture, f"rate {text!r} for {currency} is not a positive number",
-                         "Cube/@rate")
+            raise parse_error(FX_SOURCE, capture,
+                              f"currency code {currency!r} is not ISO 4217", "Cube/@currency")
+        rate = positive_decimal(text)
+        if rate is None:
+            raise parse_error(FX_SOURCE, capture,
+                              f"rate {text!r} for {currency} is not a positive number",
+                              "Cube/@rate")
         if currency.upper() in rates:
-            raise _error(capture, f"{currency} is listed twice", "Cube/@currency")
+            raise parse_error(FX_SOURCE, capture, f"{currency} is listed twice",
+                              "Cube/@currency")
         rates[currency.upper()] = rate
     if not rates:
-        raise _error(capture, "the day's <Cube> lists no currency", "Cube/@currency")
+        raise parse_error(FX_SOURCE, capture, "the day's <Cube> lists no currency",
+                          "Cube/@currency")
     return rates
 
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=FX_SOURCE, url=capture.url, field=field,
-                      snippet=capture.text()[:200])

@@ -32,12 +32,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import FetchError, MissingCredentialsError, ParseError
+from gpuscout.adapters.toolkit import (
+    as_dict,
+    as_list,
+    json_body,
+    member,
+    parse_error,
+    require_fields,
+)
+from gpuscout.core.errors import FetchError, MissingCredentialsError
 from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel, Reject
-from pydantic import ValidationError
 
 COMPUTE_SERVICE = "6F81-5844-456A"  # Compute Engine in the Cloud Billing Catalog
 SKUS_URL = f"https://cloudbilling.googleapis.com/v1/services/{COMPUTE_SERVICE}/skus"
@@ -135,35 +144,24 @@ def component_names(machine: MachineType, usage: str) -> dict[str, str]:
 # -- pages ------------------------------------------------------------------------------------
 
 
-def _doc(capture: Capture) -> dict[str, Any]:
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
+def _doc(capture: Capture) -> tuple[dict[str, Any], list[Any]]:
+    """A page and its SKUs; an API error body is a ParseError with the API's message."""
+    doc = json_body(NAME, capture)
     if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
-        raise _error(capture, f"API error: {doc['error'].get('message')}", "error")
-    if not isinstance(doc, dict) or not isinstance(doc.get("skus"), list):
-        raise _error(capture, "expected a page with a skus list", "skus")
-    return doc
+        raise parse_error(NAME, capture, f"API error: {doc['error'].get('message')}", "error")
+    return as_dict(doc), member(NAME, capture, doc, "skus")
 
 
 def _next_token(capture: Capture) -> str | None:
-    token = _doc(capture).get("nextPageToken")
+    token = _doc(capture)[0].get("nextPageToken")
     return token if isinstance(token, str) and token else None
 
 
 def _skus(capture: Capture) -> list[dict[str, Any]]:
-    skus = [s for s in _doc(capture)["skus"] if isinstance(s, dict)]
-    for field in SKU_FIELDS:
-        # a field that no SKU has was renamed upstream: refuse the page
-        if skus and not any(field in s for s in skus):
-            raise _error(capture, f"no SKU has '{field}'", field)
+    skus = [s for s in _doc(capture)[1] if isinstance(s, dict)]
+    # a field that no SKU has was renamed upstream: refuse the page
+    require_fields(NAME, capture, skus, SKU_FIELDS, "SKU")
     return skus
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
 
 
 # -- composition ------------------------------------------------------------------------------
@@ -217,7 +215,10 @@ def _compose(machine: MachineType, usage: str,
             parts[kind] = (price[0], price[1], here[0])
         else:
             result = _offer(machine, region, model, key, parts)
-            (offers if isinstance(result, ParsedOffer) else rejects).append(result)
+            if isinstance(result, ParsedOffer):
+                offers.append(result)
+            else:
+                rejects.append(result)
     return offers, rejects
 
 
@@ -256,17 +257,17 @@ def _offer(machine: MachineType, region: str, model: PricingModel, key: str,
 
 def _unit_price(sku: dict[str, Any], unit: str) -> tuple[float, str] | str:
     """(price per unit, currency), or why the SKU cannot price a component."""
-    infos = [p for p in _list(sku.get("pricingInfo")) if isinstance(p, dict)]
+    infos = [p for p in as_list(sku.get("pricingInfo")) if isinstance(p, dict)]
     if not infos:
         return f"SKU {sku.get('skuId')} has no pricingInfo"
     info = max(infos, key=lambda p: str(p.get("effectiveTime", "")))
-    expr = _dict(info.get("pricingExpression"))
+    expr = as_dict(info.get("pricingExpression"))
     if expr.get("usageUnit") != unit:
         return f"SKU {sku.get('skuId')} is priced per {expr.get('usageUnit')!r}, not per {unit!r}"
-    rates = _list(expr.get("tieredRates"))
+    rates = as_list(expr.get("tieredRates"))
     if len(rates) != 1 or not isinstance(rates[0], dict):
         return f"SKU {sku.get('skuId')} has {len(rates)} price tiers, not one"
-    money = _dict(rates[0].get("unitPrice"))
+    money = as_dict(rates[0].get("unitPrice"))
     try:
         # Money is units + nanos (10^-9); rounding to nanos drops the float noise
         value = round(int(money.get("units") or 0) + int(money.get("nanos") or 0) / 1e9, 9)
@@ -277,11 +278,3 @@ def _unit_price(sku: dict[str, Any], unit: str) -> tuple[float, str] | str:
         return f"SKU {sku.get('skuId')} has no positive price with a currency: {money!r}"
     return value, currency
 
-
-def _dict(value: Any) -> dict[str, Any]:
-    """A JSON object, or an empty one for anything else (a field of an unexpected type)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
 from gpuscout.adapters.archive import (
     ARCHIVE_PATH_EXTENSION,
     FETCHED_AT_EXTENSION,
@@ -43,7 +45,6 @@ from gpuscout.adapters.redaction import (
 )
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import AdapterError, FetchError
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 USER_AGENT = "gpuscout/0.1 (GPU price inventory; python-httpx)"
 # httpx logs every request URL (INFO): masked like everything else that is kept.

@@ -24,14 +24,21 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
-from gpuscout.adapters.html import node_text
-from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
-from gpuscout.core.models import Interconnect, ParsedOffer, ParseResult, PricingModel, Reject
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    newest_wins,
+    node_text,
+    one_price_per_key,
+    parse_error,
+    positive_decimal,
+    split_results,
+)
+from gpuscout.core.models import Interconnect, ParsedOffer, ParseResult, PricingModel, Reject
 
 PRICING_URL = "https://www.hyperstack.cloud/gpu-pricing"
 
@@ -47,7 +54,6 @@ RAM_COLUMN = "max ram (gb) per gpu"
 RESERVATION_PRICE = "starting from"
 SPOT_PRICE = "spot vm"
 PRICE_RE = re.compile(r"^\$\s*(\d[\d,]*(?:\.\d+)?)$")
-NUMBER_RE = re.compile(r"^\d+(?:\.\d+)?$")
 NOT_OFFERED = frozenset({"", "-", "–", "—", "n/a"})
 
 
@@ -88,17 +94,16 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
             continue
         sections.setdefault(section, []).append(rows)
     if ON_DEMAND_PRICE not in sections:
-        raise ParseError("no on-demand GPU card: no .page-price_card_main with 'GPU Model' and "
-                         "'Pricing Per Hour' columns", provider=NAME, url=capture.url,
-                         field="Pricing Per Hour", snippet=capture.text()[:200])
+        raise parse_error(NAME, capture, "no on-demand GPU card: no .page-price_card_main with "
+                          "'GPU Model' and 'Pricing Per Hour' columns", "Pricing Per Hour")
     on_demand = [r for rows in sections[ON_DEMAND_PRICE] for r in rows]
     if not on_demand:
-        raise ParseError("on-demand GPU card without rows", provider=NAME, url=capture.url,
-                         field="page-price_card_row_item", snippet=capture.text()[:200])
+        raise parse_error(NAME, capture, "on-demand GPU card without rows",
+                          "page-price_card_row_item")
     if VRAM_COLUMN not in on_demand[0].cells:
-        raise ParseError("on-demand GPU card without a 'VRAM (GB)' column", provider=NAME,
-                         url=capture.url, field="VRAM (GB)", snippet=on_demand[0].raw)
-    vram_by_label = {r.label: _number(r.cells.get(VRAM_COLUMN)) for r in on_demand}
+        raise parse_error(NAME, capture, "on-demand GPU card without a 'VRAM (GB)' column",
+                          "VRAM (GB)", snippet=on_demand[0].raw)
+    vram_by_label = {r.label: positive_decimal(r.cells.get(VRAM_COLUMN)) for r in on_demand}
     results: list[ParsedOffer | Reject | None] = []
     for row in on_demand:
         results.append(_offer(capture, row, PricingModel.ON_DEMAND, ON_DEMAND_PRICE,
@@ -114,16 +119,9 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
         vram = vram_by_label.get(row.label)
         results.append(_offer(capture, row, PricingModel.SPOT, SPOT_PRICE, vram=vram,
                               vram_from="on-demand card" if vram is not None else None))
-    offers: list[ParsedOffer] = []
-    for result in results:
-        if result is None:
-            continue  # not offered
-        if isinstance(result, ParsedOffer) and any(o.offer_key == result.offer_key
-                                                   for o in offers):
-            result = Reject(provider=NAME, reason="duplicate offer key in one page",
-                            raw=result.model_dump_json(), offer_key=result.offer_key)
-        (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+    offers, bad = split_results(results)  # None: not offered
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *bad, *conflicts]
 
 
 def _rows(card: LexborNode, heads: list[str]) -> tuple[list[_Row], list[Reject]]:
@@ -156,7 +154,7 @@ def _offer(capture: Capture, row: _Row, model: PricingModel, column: str, *,
     per_gpu = float(match.group(1).replace(",", ""))
     data: dict[str, str | int | float | bool | None] = {"price_per_gpu_hour": per_gpu}
     for field, name in ((PCPU_COLUMN, "max_pcpus_per_gpu"), (RAM_COLUMN, "max_ram_gb_per_gpu")):
-        if (value := _number(row.cells.get(field))) is not None:
+        if (value := positive_decimal(row.cells.get(field))) is not None:
             data[name] = int(value) if value.is_integer() else value
     if vram_from:
         data["vram_from"] = vram_from
@@ -175,6 +173,3 @@ def _offer(capture: Capture, row: _Row, model: PricingModel, column: str, *,
 def _key(label: str, model: str) -> str:
     return f"{label}|{model}"
 
-
-def _number(text: str | None) -> float | None:
-    return float(text) if text and NUMBER_RE.match(text) else None

@@ -20,15 +20,24 @@ Reading rules (adapters/snapshots/jarvislabs/PROVENANCE.md):
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import MissingCredentialsError, ParseError
+from gpuscout.adapters.toolkit import (
+    envelope,
+    newest_wins,
+    one_price_per_key,
+    parse_error,
+    positive_number,
+    require_fields,
+)
+from gpuscout.core.errors import MissingCredentialsError
 from gpuscout.core.models import (
     Availability,
     ParsedOffer,
@@ -37,7 +46,6 @@ from gpuscout.core.models import (
     PricingModel,
     Reject,
 )
-from pydantic import ValidationError
 
 # The SDK's default region host; it lists every region's rows, Europe included.
 SERVER_META_URL = "https://backendn.jarvislabs.net/misc/server_meta"
@@ -64,50 +72,36 @@ def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
     """Offers from every capture; when captures repeat an offer key, the newest one wins."""
-    newest: dict[str, ParsedOffer] = {}
+    return newest_wins(captures, _read)
+
+
+def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    """One response's offers. A row listed twice is one offer, the repeat reported; an offer
+    listed at two prices is rejected (the toolkit's duplicate-key rule)."""
+    currency, rows = _server_meta(capture)
+    offers: list[ParsedOffer] = []
     rejects: list[Reject] = []
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        currency, rows = _server_meta(capture)
-        seen: set[str] = set()
-        for row in rows:
-            offers, bad = _offers(row, capture, currency)
-            for offer in offers:
-                if offer.offer_key in seen:
-                    bad.append(_reject(row, "row listed twice in one response",
-                                       offer.offer_key))
-                    continue
-                seen.add(offer.offer_key)
-                newest[offer.offer_key] = offer
-            rejects.extend(bad)
-    return ParseResult(offers=list(newest.values()), rejects=rejects)
+    for row in rows:
+        good, bad = _offers(row, capture, currency)
+        offers += good
+        rejects += bad
+    offers, twice = one_price_per_key(NAME, offers,
+                                      repeat_reason="row listed twice in one response")
+    return offers, [*rejects, *twice]
 
 
 # -- body -------------------------------------------------------------------------------------
 
 
 def _server_meta(capture: Capture) -> tuple[str, list[Any]]:
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    rows = doc.get("server_meta") if isinstance(doc, dict) else None
-    if not isinstance(rows, list):
-        raise _error(capture, "expected server_meta to be a list", "server_meta")
-    entries = [r for r in rows if isinstance(r, dict)]
+    doc, rows = envelope(NAME, capture, "server_meta")
     # A renamed field shows as a field that no row has: refuse, don't emit nothing.
-    if entries and not any("gpu_type" in r for r in entries):
-        raise _error(capture, "no server_meta row has a gpu_type", "gpu_type")
-    if entries and not any("price_per_hour" in r for r in entries):
-        raise _error(capture, "no server_meta row has a price_per_hour", "price_per_hour")
+    require_fields(NAME, capture, rows, ("gpu_type", "price_per_hour"), "server_meta row")
     currency = doc.get("currency", DEFAULT_CURRENCY)
     if not isinstance(currency, str) or not re.fullmatch(r"[A-Za-z]{3}", currency):
-        raise _error(capture, f"currency {currency!r} is not a currency code", "currency")
+        raise parse_error(NAME, capture, f"currency {currency!r} is not a currency code",
+                          "currency")
     return currency.upper(), rows
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
 
 
 # -- one row ----------------------------------------------------------------------------------
@@ -137,13 +131,14 @@ def _offers(row: Any, capture: Capture,
             rejects.append(_reject(row, "spot_price on a VM row: spot is sold for GPU "
                                    "containers only", key))
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        price = positive_number(value)
+        if price is None:
             rejects.append(_reject(row, f"{field} is not a price: {value!r}", key))
             continue
         free = next((n for n in (_count(row.get(f)) for f in capacity_fields)
                      if n is not None), None)
         try:
-            offers.append(_offer(row, capture, key=key, model=model, price=float(value),
+            offers.append(_offer(row, capture, key=key, model=model, price=price,
                                  currency=currency, free=free))
         except ValidationError as exc:
             rejects.append(_reject(row, f"invalid offer: {exc.errors()[0]['msg']}", key))
@@ -170,8 +165,8 @@ def _offer(row: dict[str, Any], capture: Capture, *, key: str, model: PricingMod
         provider=NAME, offer_key=key, instance_type=None, gpu_label=row["gpu_type"],
         gpu_count=1, vram_gb_per_gpu=_gb(row.get("vram")), pricing_model=model,
         price_per_hour=price, currency=currency, price_kind=PriceKind.LISTED,
-        region=row["region"], vcpus=_positive(row.get("cpus_per_gpu")),
-        ram_gb=_positive(row.get("ram_per_gpu")), availability=availability,
+        region=row["region"], vcpus=positive_number(row.get("cpus_per_gpu")),
+        ram_gb=positive_number(row.get("ram_per_gpu")), availability=availability,
         available_count=free, source_url=capture.url, observed_at=capture.fetched_at,
         provider_data=data,
     )
@@ -201,13 +196,6 @@ def _gb(value: Any) -> float | None:
         return None
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:GB)?\s*", value, re.IGNORECASE)
     return float(m.group(1)) if m and float(m.group(1)) > 0 else None
-
-
-def _positive(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0 \
-            or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 def _reject(row: Any, reason: str, key: str | None = None) -> Reject:

@@ -17,13 +17,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
-from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
-from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    newest_wins,
+    one_price_per_key,
+    parse_error,
+    positive_decimal,
+    split_results,
+)
+from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
 
 PRICING_URL = "https://lambda.ai/pricing"
 
@@ -53,22 +60,11 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 
 
 def _read_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    # A page that prints the same machine twice at two prices says neither: both rows are
+    # rejected (a repeat at the same price is the same offer).
     offers, bad = _parse_page(capture)
-    offers, conflicts = _one_price_per_key(offers)
+    offers, conflicts = one_price_per_key(NAME, offers)
     return offers, [*bad, *conflicts]
-
-
-def _one_price_per_key(offers: list[ParsedOffer]) -> tuple[list[ParsedOffer], list[Reject]]:
-    """A page that prints the same machine twice at two prices says neither: both rows are
-    rejected (a repeat at the same price is the same offer)."""
-    prices: dict[str, set[float]] = {}
-    for o in offers:
-        prices.setdefault(o.offer_key, set()).add(o.price_per_hour)
-    kept = {o.offer_key: o for o in offers if len(prices[o.offer_key]) == 1}
-    conflicts = [Reject(provider=NAME, offer_key=o.offer_key, raw=o.model_dump_json(),
-                        reason="the page lists this offer twice, at two different prices")
-                 for o in offers if len(prices[o.offer_key]) > 1]
-    return list(kept.values()), conflicts
 
 
 # -- layouts ----------------------------------------------------------------------------------
@@ -85,9 +81,8 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
         rows = LexborHTMLParser(f"<table>{capture.text()}</table>").css("tr")
     offers, rejects = _parse_plain_table(rows, capture)
     if not offers and not rejects:
-        raise ParseError("no pricing table: neither tr[data-plan] rows nor 'On-demand Nx' rows",
-                         provider=NAME, url=capture.url, field="pricing table",
-                         snippet=_snippet(capture))
+        raise parse_error(NAME, capture, "no pricing table: neither tr[data-plan] rows nor "
+                          "'On-demand Nx' rows", "pricing table")
     return offers, rejects
 
 
@@ -96,20 +91,17 @@ def _parse_tabbed(tree: LexborHTMLParser,
     panels = [p for p in tree.css('[role="tabpanel"]') if p.css_first("tr[data-plan]")]
     in_panels = sum(len(p.css("tr[data-plan]")) for p in panels)
     if in_panels != len(tree.css("tr[data-plan]")):
-        raise ParseError("price rows outside a tab panel: the GPU count is unknown",
-                         provider=NAME, url=capture.url, field="tab label",
-                         snippet=_snippet(capture))
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
+        raise parse_error(NAME, capture, "price rows outside a tab panel: the GPU count is "
+                          "unknown", "tab label")
+    results: list[ParsedOffer | Reject] = []
     for panel in panels:
         count = _tab_count(tree, panel, capture)
         rows = panel.css("tr[data-plan]")
         labels = {_cell_label(td) for row in rows for td in row.css("td[data-label]")}
         for required in (VRAM_LABEL, PRICE_LABEL):
             if required not in labels:
-                raise ParseError(f"no '{required}' column in the {count}x panel",
-                                 provider=NAME, url=capture.url, field=required,
-                                 snippet=panel.html)
+                raise parse_error(NAME, capture, f"no '{required}' column in the {count}x panel",
+                                  required, snippet=panel.html or "")
         for row in rows:
             cells = {_cell_label(td): td.text(strip=True) for td in row.css("td[data-label]")}
             label = (row.attributes.get("data-plan") or "").strip()
@@ -118,39 +110,37 @@ def _parse_tabbed(tree: LexborHTMLParser,
                             vcpus=cells.get("VCPUS"), ram=cells.get("RAM"),
                             storage=cells.get("STORAGE"), raw=row.html or "",
                             extra={"layout": "2026-tabs", "tab": f"{count}x"})
-            (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+            results.append(result)
+    return split_results(results)
 
 
 def _parse_plain_table(rows: list[LexborNode],
                        capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
+    results: list[ParsedOffer | Reject] = []
     for row in rows:
         cells = [td.text(strip=True) for td in row.css("td")]
         match = PLAN_RE.match(cells[0]) if cells else None
         if match is None:
             if cells and "$" in cells[-1]:  # a priced row we cannot read
-                rejects.append(Reject(provider=NAME, reason="unrecognised plan name",
+                results.append(Reject(provider=NAME, reason="unrecognised plan name",
                                       raw=row.html or ""))
             continue  # header or spacer row
         term, count, label = match.groups()
         raw = row.html or ""
         if len(cells) != 6:
-            rejects.append(Reject(provider=NAME, raw=raw,
+            results.append(Reject(provider=NAME, raw=raw,
                                   reason=f"expected 6 cells, found {len(cells)}"))
             continue
         if term.lower() == "reserved":
             reason = ("contact sales" if "contact sales" in cells[5].lower()
                       else "reserved price without a stated term")
-            rejects.append(Reject(provider=NAME, reason=reason, raw=raw))
+            results.append(Reject(provider=NAME, reason=reason, raw=raw))
             continue
-        result = _offer(capture, count=int(count), label=label.strip(), vram=cells[1],
-                        price=cells[5], per_gpu_re=PRICE_PER_GPU_RE, vcpus=cells[2],
-                        ram=cells[3], storage=cells[4], raw=raw,
-                        extra={"layout": "2024-table", "plan": cells[0]})
-        (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+        results.append(_offer(capture, count=int(count), label=label.strip(), vram=cells[1],
+                              price=cells[5], per_gpu_re=PRICE_PER_GPU_RE, vcpus=cells[2],
+                              ram=cells[3], storage=cells[4], raw=raw,
+                              extra={"layout": "2024-table", "plan": cells[0]}))
+    return split_results(results)
 
 
 # -- one row ----------------------------------------------------------------------------------
@@ -177,7 +167,7 @@ def _offer(capture: Capture, *, count: int, label: str, vram: str | None, price:
         return ParsedOffer(
             provider=NAME, offer_key=key, gpu_label=label, gpu_count=count,
             vram_gb_per_gpu=vram_gb, pricing_model=PricingModel.ON_DEMAND,
-            price_per_hour=round(per_gpu * count, 6), vcpus=_number(vcpus),
+            price_per_hour=round(per_gpu * count, 6), vcpus=positive_decimal(vcpus),
             ram_gb=_size_gb(ram), disk_gb=_size_gb(storage), source_url=capture.url,
             observed_at=capture.fetched_at,
             provider_data={**extra, "price_per_gpu_hour": per_gpu, "ram": ram,
@@ -198,9 +188,9 @@ def _tab_count(tree: LexborHTMLParser, panel: LexborNode, capture: Capture) -> i
     tab = scope.css_first(f'[id="{tab_id}"]') if tab_id else None
     match = TAB_RE.match(tab.text(strip=True)) if tab is not None else None
     if match is None:
-        raise ParseError("tab panel without an 'Nx' tab label: the GPU count is unknown",
-                         provider=NAME, url=capture.url, field="tab label",
-                         snippet=(tab.html if tab is not None else panel.html))
+        raise parse_error(NAME, capture, "tab panel without an 'Nx' tab label: the GPU count "
+                          "is unknown", "tab label",
+                          snippet=(tab.html if tab is not None else panel.html) or "")
     return int(match.group(1))
 
 
@@ -220,14 +210,3 @@ def _size_gb(text: str | None) -> float | None:
         return None
     return round(float(match.group(1)) * UNIT_BYTES[match.group(2).lower()] / 1e9, 1)
 
-
-def _number(text: str | None) -> float | None:
-    try:
-        value = float((text or "").replace(",", ""))
-    except ValueError:
-        return None
-    return value if value > 0 else None
-
-
-def _snippet(capture: Capture) -> str:
-    return capture.text()[:200]

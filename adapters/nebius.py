@@ -21,14 +21,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
-from gpuscout.adapters.html import node_text
-from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
-from gpuscout.core.models import Interconnect, ParsedOffer, ParseResult, PricingModel, Reject
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser
+
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    newest_wins,
+    node_text,
+    one_price_per_key,
+    parse_error,
+    split_results,
+)
+from gpuscout.core.models import Interconnect, ParsedOffer, ParseResult, PricingModel, Reject
 
 PRICING_URL = "https://nebius.com/prices"
 
@@ -77,34 +83,30 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
         if any(h.endswith(PRICE_UNIT) for h in heads):
             gpu_tables.append((table, heads))
     if not gpu_tables:
-        raise _error(capture, "no GPU price table: no div table with a 'GPU-hour' column",
-                     "GPU-hour")
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
+        raise parse_error(NAME, capture, "no GPU price table: no div table with a 'GPU-hour' "
+                          "column", "GPU-hour")
+    results: list[ParsedOffer | Reject] = []
     for table, heads in gpu_tables:
         if heads[0] != ITEM_COLUMN:
-            raise _error(capture, f"GPU price table starts with {heads[0]!r}, not 'Item'",
-                         "Item")
+            raise parse_error(NAME, capture, f"GPU price table starts with {heads[0]!r}, not "
+                              "'Item'", "Item")
         if "on-demand, gpu-hour" not in heads:
-            raise _error(capture, f"GPU price table without 'On-demand, GPU-hour': {heads}",
-                         "On-demand, GPU-hour")
+            raise parse_error(NAME, capture, "GPU price table without 'On-demand, GPU-hour': "
+                              f"{heads}", "On-demand, GPU-hour")
         rows = table.css(BODY_ROW)
         if not rows:
-            raise _error(capture, "GPU price table without rows", "row")
+            raise parse_error(NAME, capture, "GPU price table without rows", "row")
         for row in rows:
             cells = [node_text(c) for c in row.css(CELL)]
             raw = row.html or ""
             if len(cells) != len(heads):
-                rejects.append(Reject(provider=NAME, raw=raw, reason=f"expected {len(heads)} "
+                results.append(Reject(provider=NAME, raw=raw, reason=f"expected {len(heads)} "
                                       f"cells, found {len(cells)}"))
                 continue
-            for result in _row(capture, dict(zip(heads, cells, strict=True)), raw):
-                if isinstance(result, ParsedOffer) and any(o.offer_key == result.offer_key
-                                                           for o in offers):
-                    result = Reject(provider=NAME, reason="duplicate offer key in one page",
-                                    raw=raw, offer_key=result.offer_key)
-                (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+            results += _row(capture, dict(zip(heads, cells, strict=True)), raw)
+    offers, rejects = split_results(results)
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *conflicts]
 
 
 def _row(capture: Capture, cells: dict[str, str], raw: str) -> list[ParsedOffer | Reject]:
@@ -160,7 +162,3 @@ def _offer(capture: Capture, *, key: str, item: str, model: PricingModel, per_gp
         return Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}", raw=raw,
                       offer_key=key)
 
-
-def _error(capture: Capture, message: str, field: str) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])

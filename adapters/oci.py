@@ -25,9 +25,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    as_list,
+    envelope,
+    finite_number,
+    positive_number,
+    require_fields,
+)
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import (
     ParsedOffer,
@@ -37,7 +46,6 @@ from gpuscout.core.models import (
     ProviderData,
     Reject,
 )
-from pydantic import ValidationError
 
 SHAPES_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json"
 PRODUCTS_URL = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products"
@@ -87,17 +95,10 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 
 
 def _items(capture: Capture, fields: tuple[str, ...]) -> list[dict[str, Any]]:
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-        raise _error(capture, "expected a document with an items list", "items")
-    items = [i for i in doc["items"] if isinstance(i, dict)]
-    for field in fields:
-        # a field no item has was renamed upstream: refuse the document
-        if items and not any(field in i for i in items):
-            raise _error(capture, f"no item has '{field}'", field)
+    _, listed = envelope(NAME, capture, "items")
+    items = [i for i in listed if isinstance(i, dict)]
+    # a field no item has was renamed upstream: refuse the document
+    require_fields(NAME, capture, items, fields, "item")
     return items
 
 
@@ -106,24 +107,20 @@ def _prices(capture: Capture) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for item in _items(capture, PRODUCT_FIELDS):
         price = None
-        for loc in _list(item.get("currencyCodeLocalizations")):
+        for loc in as_list(item.get("currencyCodeLocalizations")):
             if isinstance(loc, dict) and loc.get("currencyCode") == CURRENCY:
-                price = next((p.get("value") for p in _list(loc.get("prices"))
+                price = next((p.get("value") for p in as_list(loc.get("prices"))
                               if isinstance(p, dict) and p.get("model") == PAY_AS_YOU_GO), None)
         out[str(item.get("partNumber"))] = {"price": price, "metric": item.get("metricName"),
                                             "display_name": item.get("displayName")}
     return out
 
 
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
-
-
 # -- one shape --------------------------------------------------------------------------------
 
 
-def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shapes: Capture,
+# Complex on purpose: one branch per documented OCI pricing case.
+def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shapes: Capture,  # noqa: C901
                   products: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     gpus = shape.get("gpuQty")
     if not gpus:
@@ -141,7 +138,7 @@ def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shap
         return reject("shape is hidden in the Cost Estimator")
     if shape.get("status", "ACTIVE") != "ACTIVE":
         return reject(f"shape status is {shape.get('status')!r}, not 'ACTIVE'")
-    parts = [p for p in _list(shape.get("products")) if isinstance(p, dict)]
+    parts = [p for p in as_list(shape.get("products")) if isinstance(p, dict)]
     unpriced = [str(p.get("partNumber")) for p in parts
                 if str(p.get("partNumber")) not in prices]
     if unpriced:
@@ -151,15 +148,16 @@ def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shap
         priced = [f"{p.get('partNumber')} ({_metric(prices, p)})" for p in parts]
         return reject(f"expected one part priced {GPU_METRIC!r}, found {priced or 'none'}")
     part = str(gpu_parts[0].get("partNumber"))
-    per_gpu = prices[part]["price"]
-    if isinstance(per_gpu, bool) or not isinstance(per_gpu, int | float) or per_gpu <= 0:
-        return reject(f"part {part} has no {PAY_AS_YOU_GO} {CURRENCY} price: {per_gpu!r}")
+    per_gpu = positive_number(prices[part]["price"])
+    if per_gpu is None:
+        return reject(f"part {part} has no {PAY_AS_YOU_GO} {CURRENCY} price: "
+                      f"{prices[part]['price']!r}")
     data: ProviderData = {
         "part_number": part, "part_name": prices[part]["display_name"],
-        "price_per_gpu_hour": float(per_gpu), "metric": GPU_METRIC,
+        "price_per_gpu_hour": per_gpu, "metric": GPU_METRIC,
         "shape_kind": "bare_metal" if name.startswith("BM.") else "vm",
-        "ocpus": _number(gpu_parts[0].get("qty")),
-        "gpu_memory_qty_raw": _number(shape.get("gpuMemoryQty")),
+        "ocpus": finite_number(gpu_parts[0].get("qty")),
+        "gpu_memory_qty_raw": finite_number(shape.get("gpuMemoryQty")),
         "processor_type": _value(shape.get("processorType")),
         "allow_preemptible": shape.get("allowPreemptible") is True,
         "regions": "all (OCI list prices do not vary by region)",
@@ -167,7 +165,7 @@ def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shap
     if display != name:
         data["display_name"] = display
     on_demand = round(per_gpu * gpus, 6)
-    memory = shape.get("bundleMemoryQty")
+    memory = positive_number(shape.get("bundleMemoryQty"))
     models = [(PricingModel.ON_DEMAND, on_demand, PriceKind.LISTED, {})]
     if shape.get("allowPreemptible") is True:
         models.append((PricingModel.SPOT, round(on_demand * PREEMPTIBLE_DISCOUNT, 6),
@@ -182,7 +180,7 @@ def _shape_offers(shape: dict[str, Any], prices: dict[str, dict[str, Any]], shap
                 provider=NAME, offer_key=key, instance_type=name, gpu_label=name,
                 gpu_count=gpus, pricing_model=model, price_per_hour=price, currency=CURRENCY,
                 price_kind=kind,
-                ram_gb=float(memory) if isinstance(memory, int | float) and memory > 0 else None,
+                ram_gb=memory,
                 source_url=products.url,
                 observed_at=max(shapes.fetched_at, products.fetched_at),
                 provider_data={**data, **extra},
@@ -197,16 +195,7 @@ def _metric(prices: dict[str, dict[str, Any]], part: dict[str, Any]) -> Any:
     return prices.get(str(part.get("partNumber")), {}).get("metric")
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
-
-
 def _value(field: Any) -> str | None:
     """The Cost Estimator wraps enums as {"value": ...}."""
     return str(field["value"]) if isinstance(field, dict) and "value" in field else None
 
-
-def _list(value: Any) -> list[Any]:
-    """A JSON array, or an empty one for anything else (a field of an unexpected type)."""
-    return value if isinstance(value, list) else []

@@ -23,10 +23,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
 from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
+from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
+from gpuscout.adapters.toolkit import newest_wins, parse_error, split_results
 from gpuscout.core.models import (
     Interconnect,
     ParsedOffer,
@@ -36,8 +39,6 @@ from gpuscout.core.models import (
     ProviderData,
     Reject,
 )
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 PRICING_URL = "https://www.paperspace.com/pricing"
 
@@ -91,35 +92,33 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     tree = LexborHTMLParser(capture.text())
     cards = [c for c in tree.css(CARD) if not _hidden(c)]
     if not cards:
-        raise _error(capture, f"no visible pricing cards ({CARD})", CARD)
+        raise parse_error(NAME, capture, f"no visible pricing cards ({CARD})", CARD)
     if not any(_visible(c, PRICE) for c in cards):
-        raise _error(capture, f"no card has a visible price ({PRICE})", PRICE)
+        raise parse_error(NAME, capture, f"no card has a visible price ({PRICE})", PRICE)
     footnotes = _footnotes(tree)
     page_text = tree.body.text(separator=" ") if tree.body is not None else ""
     multi_rule = MULTI_RULE_RE.search(" ".join(page_text.split())) is not None
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = [_promo_reject(note) for note in footnotes.values()
-                             if PROMO_RE.search(note)]
+    results: list[ParsedOffer | Reject] = [_promo_reject(note) for note in footnotes.values()
+                                           if PROMO_RE.search(note)]
     for node in cards:
         card = _card(node)
         if isinstance(card, Reject):
-            rejects.append(card)
+            results.append(card)
             continue
         term = None
         if card.marks:
             term = _term(card, footnotes.get(card.marks))
             if isinstance(term, Reject):
-                rejects.append(term)
+                results.append(term)
                 continue
         for count in [1, *card.multi]:
             if count > 1 and not multi_rule:
-                rejects.append(Reject(provider=NAME, raw=card.raw,
+                results.append(Reject(provider=NAME, raw=card.raw,
                                       reason=f"{card.name} {count}x: multi-GPU variant without "
                                              "a price or a stated price rule"))
                 continue
-            result = _offer(card, count, term, capture)
-            (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+            results.append(_offer(card, count, term, capture))
+    return split_results(results)
 
 
 def _card(node: LexborNode) -> _Card | Reject:
@@ -242,7 +241,3 @@ def _first(pattern: re.Pattern[str], texts: list[str]) -> float | None:
 def _term_text(months: int) -> str:
     return f"{months // 12} years" if months % 12 == 0 else f"{months} months"
 
-
-def _error(capture: Capture, message: str, field: str) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])

@@ -38,7 +38,8 @@ PROVIDERS: dict[str, str] = {
 
 def get_adapter(name: str) -> Adapter:
     """The provider module for `name`; KeyError for a provider that is not registered."""
-    module = importlib.import_module(f"adapters.{PROVIDERS[name]}")
+    module = importlib.import_module(f"gpuscout.adapters.{PROVIDERS[name]}")
     if module.NAME != name:
-        raise RuntimeError(f"adapters.{PROVIDERS[name]}.NAME is {module.NAME!r}, not {name!r}")
+        raise RuntimeError(f"gpuscout.adapters.{PROVIDERS[name]}.NAME is {module.NAME!r}, "
+                           f"not {name!r}")
     return cast(Adapter, module)

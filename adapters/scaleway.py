@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -28,12 +27,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.adapters.toolkit import (
+    as_dict,
+    envelope,
+    parse_error,
+    positive_number,
+    require_fields,
+)
+from gpuscout.core.errors import FetchError
 from gpuscout.core.models import Availability, ParsedOffer, ParseResult, PricingModel, Reject
-from pydantic import ValidationError
 
 SERVERS_URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers"
 AVAILABILITY_URL = SERVERS_URL + "/availability"
@@ -151,35 +158,21 @@ def _locate(capture: Capture) -> tuple[str, Kind, int]:
     parts = urlsplit(capture.url)
     match = _PATH.search(parts.path)
     if match is None:
-        raise _error(capture, "not an Instance products/servers listing URL", None)
+        raise parse_error(NAME, capture, "not an Instance products/servers listing URL")
     pages = parse_qs(parts.query).get("page", ["1"])
     if not pages[0].isdigit():
-        raise _error(capture, f"page {pages[0]!r} is not a number", "page")
+        raise parse_error(NAME, capture, f"page {pages[0]!r} is not a number", "page")
     kind: Kind = "availability" if match["availability"] else "servers"
     return match["zone"], kind, int(pages[0])
 
 
 def _entries(capture: Capture, kind: Kind) -> dict[str, Any]:
     """The `servers` object of a page: Instance type -> its record."""
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    servers = doc.get("servers") if isinstance(doc, dict) else None
-    if not isinstance(servers, dict):
-        raise _error(capture, "expected {'servers': {<type>: {...}}}", "servers")
-    records = [v for v in servers.values() if isinstance(v, dict)]
+    _, servers = envelope(NAME, capture, "servers", dict)
     # A field renamed upstream shows as a field that no record has: refuse, don't emit nothing.
     required = ("availability",) if kind == "availability" else ("gpu", "hourly_price")
-    for name in required:
-        if records and not any(name in r for r in records):
-            raise _error(capture, f"no Instance type has '{name}'", name)
+    require_fields(NAME, capture, servers.values(), required, "Instance type")
     return servers
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
 
 
 @dataclass
@@ -244,21 +237,20 @@ def _offer(zone: str, type_name: str, entry: Any, capture: Capture,
         return reject(f"MIG profile {entry['mig_profile']!r}: a GPU slice of unstated size")
     if entry.get("end_of_service") is True:
         return reject("end_of_service: the Instance type is no longer sold")
-    info = entry.get("gpu_info") if isinstance(entry.get("gpu_info"), dict) else {}
+    info = as_dict(entry.get("gpu_info"))
     label = info.get("gpu_name")
     if not isinstance(label, str) or not label.strip():
         return reject("GPU Instance type without gpu_info.gpu_name")
-    price = entry.get("hourly_price")
-    if not _positive(price):
-        return reject(f"hourly_price is not a price: {price!r}")
+    price = positive_number(entry.get("hourly_price"))
+    if price is None:
+        return reject(f"hourly_price is not a price: {entry.get('hourly_price')!r}")
     stock = availability.get(type_name)
     try:
         return ParsedOffer(
             provider=NAME, offer_key=key, instance_type=type_name, gpu_label=label.strip(),
             gpu_count=gpus, vram_gb_per_gpu=_gib(info.get("gpu_memory")),
-            pricing_model=PricingModel.ON_DEMAND, price_per_hour=float(price), currency="EUR",
-            region=zone.rsplit("-", 1)[0], zone=zone,
-            vcpus=float(entry["ncpus"]) if _positive(entry.get("ncpus")) else None,
+            pricing_model=PricingModel.ON_DEMAND, price_per_hour=price, currency="EUR",
+            region=zone.rsplit("-", 1)[0], zone=zone, vcpus=positive_number(entry.get("ncpus")),
             ram_gb=_gib(entry.get("ram")),
             availability=AVAILABILITY.get(stock, Availability.UNKNOWN) if isinstance(stock, str)
             else Availability.UNKNOWN,
@@ -271,25 +263,19 @@ def _offer(zone: str, type_name: str, entry: Any, capture: Capture,
 
 def _provider_data(entry: dict[str, Any], info: dict[str, Any],
                    stock: Any) -> dict[str, str | int | float | bool | None]:
-    network = entry.get("network") if isinstance(entry.get("network"), dict) else {}
-    internal = network.get("sum_internal_bandwidth")
-    scratch = entry.get("scratch_storage_max_size")
+    internal = positive_number(as_dict(entry.get("network")).get("sum_internal_bandwidth"))
+    scratch = positive_number(entry.get("scratch_storage_max_size"))
     return {
-        "monthly_price": entry.get("monthly_price") if _positive(
-            entry.get("monthly_price")) else None,
+        "monthly_price": positive_number(entry.get("monthly_price")),
         "gpu_manufacturer": info.get("gpu_manufacturer"),
         "arch": entry.get("arch"),
         "availability": stock if isinstance(stock, str) else None,
         # Bandwidth to the private network and the internet, not a GPU fabric.
-        "internal_bandwidth_gbps": internal / 1e9 if _positive(internal) else None,
-        "scratch_storage_max_gb": scratch / 1e9 if _positive(scratch) else None,
+        "internal_bandwidth_gbps": internal / 1e9 if internal is not None else None,
+        "scratch_storage_max_gb": scratch / 1e9 if scratch is not None else None,
     }
 
 
 def _gib(value: Any) -> float | None:
-    return value / GIB if _positive(value) else None
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0 \
-        and math.isfinite(value)
+    number = positive_number(value)
+    return number / GIB if number is not None else None

@@ -23,17 +23,25 @@ Units, as the payloads show them (adapters/snapshots/vastai/PROVENANCE.md):
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
+from gpuscout.adapters.toolkit import (
+    envelope,
+    finite_number,
+    is_scalar,
+    positive_number,
+    require_fields,
+    split_results,
+)
 from gpuscout.core.models import (
     Availability,
     ParsedOffer,
@@ -43,7 +51,6 @@ from gpuscout.core.models import (
     ProviderData,
     Reject,
 )
-from pydantic import ValidationError
 
 BUNDLES_URL = "https://console.vast.ai/api/v0/bundles/"
 # Every rentable on-demand ask in one request. The limit is gpuhunt's for the same endpoint; a
@@ -104,11 +111,11 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
         for model in _models(raw):
             price = raw["dph_total"] if model is PricingModel.ON_DEMAND else raw["min_bid"]
             groups[(*base, model)].append((float(price), ask))
-    offers: list[ParsedOffer] = []
-    for (name, count, vram, country, model), asks in sorted(groups.items(), key=_group_order):
-        result = _offer(name, count, vram, country, model, sorted(asks, key=lambda a: a[0]))
-        (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return ParseResult(offers=offers, rejects=rejects)
+    offers, bad = split_results(
+        _offer(name, count, vram, country, model, sorted(asks, key=lambda a: a[0]))
+        for (name, count, vram, country, model), asks in sorted(groups.items(),
+                                                                key=_group_order))
+    return ParseResult(offers=offers, rejects=[*rejects, *bad])
 
 
 def _ask_id(raw: dict[str, Any]) -> int | str | None:
@@ -133,8 +140,7 @@ def _conflicting_ids(rows: Iterable[Any]) -> set[int | str]:
 
 def _models(raw: dict[str, Any]) -> list[PricingModel]:
     """On-demand always; spot too when the ask has a positive `min_bid`."""
-    bid = raw.get("min_bid")
-    spot = _is_number(bid) and bid > 0
+    spot = positive_number(raw.get("min_bid")) is not None
     return [PricingModel.ON_DEMAND, *([PricingModel.SPOT] if spot else [])]
 
 
@@ -152,24 +158,10 @@ def _offer_key(name: str, count: int, vram: int, country: str | None,
 
 def _asks(capture: Capture) -> list[Any]:
     """The asks from the API envelope {"offers": [...]} or a bare list (CLI --raw)."""
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    if isinstance(doc, dict):
-        doc = doc.get("offers")
-    if not isinstance(doc, list):
-        raise _error(capture, "expected a list of offers or {'offers': [...]}", "offers")
-    entries = [e for e in doc if isinstance(e, dict)]
-    for field in REQUIRED:  # a field renamed upstream is missing from every ask
-        if entries and not any(field in e for e in entries):
-            raise _error(capture, f"no offer has '{field}'", field)
-    return doc
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
+    _, asks = envelope(NAME, capture, "offers", bare_list=True)
+    # a field renamed upstream is missing from every ask
+    require_fields(NAME, capture, asks, REQUIRED, "offer")
+    return asks
 
 
 # -- one ask ----------------------------------------------------------------------------------
@@ -183,11 +175,12 @@ def _ask(raw: Any, capture: Capture) -> _Ask | Reject:
         return _reject("missing gpu_name", raw)
     if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         return _reject(f"num_gpus is not a positive integer: {count!r}", raw)
-    if not _is_number(ram) or ram <= 0:
+    ram_mib = positive_number(ram)
+    if ram_mib is None:
         return _reject(f"gpu_ram is not a positive number: {ram!r}", raw)
-    if not _is_number(price) or price <= 0:
+    if positive_number(price) is None:
         return _reject(f"dph_total is not a positive price: {price!r}", raw)
-    return _Ask(gpu_name=name.strip(), num_gpus=count, vram_gb=round(ram / 1024),
+    return _Ask(gpu_name=name.strip(), num_gpus=count, vram_gb=round(ram_mib / 1024),
                 country=_country(raw.get("geolocation")), raw=raw, capture=capture)
 
 
@@ -224,17 +217,17 @@ def _offer(name: str, count: int, vram: int, country: str | None, model: Pricing
         "min_ask_inet_up_mbps": raw.get("inet_up"),
         "min_ask_geolocation": raw.get("geolocation"),
     }
-    disk = _positive(raw.get("disk_space"))
+    disk = positive_number(raw.get("disk_space"))
     try:
         return ParsedOffer(
             provider=NAME, offer_key=key, gpu_label=name, gpu_count=count,
             vram_gb_per_gpu=vram or None, pricing_model=model, price_per_hour=price,
             price_kind=PriceKind.OBSERVED, region=country,
-            vcpus=_positive(raw.get("cpu_cores_effective")), ram_gb=_ram_share_gb(raw),
+            vcpus=positive_number(raw.get("cpu_cores_effective")), ram_gb=_ram_share_gb(raw),
             disk_gb=round(disk, 1) if disk else None, availability=Availability.IN_STOCK,
             available_count=len(asks), source_url=cheapest.capture.url,
             observed_at=cheapest.capture.fetched_at,
-            provider_data={k: v for k, v in data.items() if _is_scalar(v)},
+            provider_data={k: v for k, v in data.items() if is_scalar(v)},
         )
     except ValidationError as exc:
         return Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}",
@@ -242,25 +235,10 @@ def _offer(name: str, count: int, vram: int, country: str | None, model: Pricing
 
 
 def _ram_share_gb(raw: dict[str, Any]) -> float | None:
-    ram, frac = raw.get("cpu_ram"), raw.get("gpu_frac")
-    if not (_is_number(ram) and _is_number(frac)) or ram <= 0 or not 0 < frac <= 1:
+    ram, frac = positive_number(raw.get("cpu_ram")), finite_number(raw.get("gpu_frac"))
+    if ram is None or frac is None or not 0 < frac <= 1:
         return None
     return round(ram * frac * MIB / 1e9, 1)
-
-
-def _positive(value: Any) -> float | None:
-    return float(value) if _is_number(value) and value > 0 else None
-
-
-def _is_number(value: Any) -> bool:
-    """A JSON number that is a number: not a bool, not NaN or infinity (which Python's json
-    reads from `NaN` / `Infinity` / `1e999`)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value)
-
-
-def _is_scalar(value: Any) -> bool:
-    return value is not None and isinstance(value, str | int | float | bool)
 
 
 def _group_order(item: tuple[tuple[str, int, int, str | None, PricingModel], Any]

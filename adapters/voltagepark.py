@@ -23,11 +23,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+from selectolax.lexbor import LexborHTMLParser
+
 from gpuscout.adapters.archive import Capture
-from gpuscout.adapters.base import SourceKind, newest_wins
-from gpuscout.adapters.html import node_text
+from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
+from gpuscout.adapters.toolkit import (
+    newest_wins,
+    node_text,
+    one_price_per_key,
+    parse_error,
+    split_results,
+)
 from gpuscout.core.models import (
     Interconnect,
     NetworkFabric,
@@ -36,8 +44,6 @@ from gpuscout.core.models import (
     PricingModel,
     Reject,
 )
-from pydantic import ValidationError
-from selectolax.lexbor import LexborHTMLParser
 
 PRICING_URL = "https://www.voltagepark.com/pricing"
 
@@ -77,26 +83,18 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     cards = [c for c in _cards(LexborHTMLParser(capture.text())) if c.prices or c.features]
     if not cards:
-        raise ParseError("no plan cards: no .text-eyebrow followed by a price heading or "
-                         "features", provider=NAME, url=capture.url, field=EYEBROW,
-                         snippet=capture.text()[:200])
+        raise parse_error(NAME, capture, "no plan cards: no .text-eyebrow followed by a price "
+                          "heading or features", EYEBROW)
     # A renamed price heading or feature class leaves every card without it: a format change.
     if not any(PRICE_RE.match(p) for c in cards for p in c.prices):
-        raise ParseError("no plan card has a '$N/hr' price heading", provider=NAME,
-                         url=capture.url, field=PRICE_HEADING, snippet=capture.text()[:200])
+        raise parse_error(NAME, capture, "no plan card has a '$N/hr' price heading",
+                          PRICE_HEADING)
     if not any(GPUS_RE.match(f) for c in cards for f in c.features):
-        raise ParseError("no plan card names its GPUs ('N-M <GPU> GPUs')", provider=NAME,
-                         url=capture.url, field=FEATURE, snippet=capture.text()[:200])
-    offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
-    for card in cards:
-        result = _card(capture, card)
-        if isinstance(result, ParsedOffer) and any(o.offer_key == result.offer_key
-                                                   for o in offers):
-            result = Reject(provider=NAME, reason="duplicate offer key in one page",
-                            raw="".join(card.raw), offer_key=result.offer_key)
-        (offers if isinstance(result, ParsedOffer) else rejects).append(result)
-    return offers, rejects
+        raise parse_error(NAME, capture, "no plan card names its GPUs ('N-M <GPU> GPUs')",
+                          FEATURE)
+    offers, rejects = split_results(_card(capture, card) for card in cards)
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *conflicts]
 
 
 def _cards(tree: LexborHTMLParser) -> list[_Card]:

@@ -17,17 +17,23 @@ Reading rules (adapters/snapshots/vultr/PROVENANCE.md):
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.core.errors import ParseError
+from gpuscout.adapters.toolkit import (
+    envelope,
+    newest_wins,
+    parse_error,
+    positive_number,
+    require_fields,
+)
 from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, ProviderData, Reject
-from pydantic import ValidationError
 
 PLANS_URL = "https://api.vultr.com/v2/plans"
 METAL_URL = "https://api.vultr.com/v2/plans-metal"
@@ -50,25 +56,26 @@ METAL_GPU_ID = re.compile(r"^vbm-\d+c-\d+gb-(?:(?P<count>\d+)-)?(?P<gpu>[a-z0-9]
 MB_PER_GB = 1024
 
 
-
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
     return [client.get(PLANS_URL, params={"type": "all", "per_page": PER_PAGE}),
             client.get(METAL_URL, params={"per_page": PER_PAGE})]
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
-    newest: dict[str, ParsedOffer] = {}
+    """Offers from every listing; when captures repeat an offer key, the newest one wins."""
+    return newest_wins(captures, _read)
+
+
+def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject], bool]:
+    metal = _is_metal(capture)
+    plans, whole = _plans(capture, metal)
+    offers: list[ParsedOffer] = []
     rejects: list[Reject] = []
-    complete = True
-    for capture in sorted(captures, key=lambda c: c.fetched_at):
-        metal = _is_metal(capture)
-        plans, whole = _plans(capture, metal)
-        complete = complete and whole
-        for plan in plans:
-            offers, bad = _metal_offers(plan, capture) if metal else _vm_offers(plan, capture)
-            newest.update((o.offer_key, o) for o in offers)
-            rejects.extend(bad)
-    return ParseResult(offers=list(newest.values()), rejects=rejects, complete=complete)
+    for plan in plans:
+        good, bad = _metal_offers(plan, capture) if metal else _vm_offers(plan, capture)
+        offers += good
+        rejects += bad
+    return offers, rejects, whole
 
 
 # -- body -------------------------------------------------------------------------------------
@@ -80,33 +87,18 @@ def _is_metal(capture: Capture) -> bool:
         return True
     if path == PLANS_URL:
         return False
-    raise _error(capture, "not a Vultr plan listing URL", None)
+    raise parse_error(NAME, capture, "not a Vultr plan listing URL")
 
 
 def _plans(capture: Capture, metal: bool) -> tuple[list[Any], bool]:
     """The plan list of a listing, and whether it holds every plan (`meta.total`, if given)."""
-    key = "plans_metal" if metal else "plans"
-    try:
-        doc = json.loads(capture.body)
-    except ValueError as exc:
-        raise _error(capture, f"body is not JSON ({exc})", None) from None
-    plans = doc.get(key) if isinstance(doc, dict) else None
-    if not isinstance(plans, list):
-        raise _error(capture, f"expected {{'{key}': [...]}}", key)
-    records = [p for p in plans if isinstance(p, dict)]
+    doc, plans = envelope(NAME, capture, "plans_metal" if metal else "plans")
     # A field renamed upstream shows as a field that no plan has: refuse, don't emit nothing.
     gpu_fields = () if metal else ("gpu_type", "gpu_vram_gb")
-    for name in REQUIRED + gpu_fields:
-        if records and not any(name in p for p in records):
-            raise _error(capture, f"no plan has '{name}'", name)
+    require_fields(NAME, capture, plans, REQUIRED + gpu_fields, "plan")
     meta = doc.get("meta")
     total = meta.get("total") if isinstance(meta, dict) else None
     return plans, not (isinstance(total, int) and total > len(plans))
-
-
-def _error(capture: Capture, message: str, field: str | None) -> ParseError:
-    return ParseError(message, provider=NAME, url=capture.url, field=field,
-                      snippet=capture.text()[:200])
 
 
 # -- one plan ---------------------------------------------------------------------------------
@@ -115,12 +107,13 @@ def _error(capture: Capture, message: str, field: str | None) -> ParseError:
 def _vm_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     if not isinstance(plan, dict):
         return [], [_reject(f"plan is not an object: {type(plan).__name__}", plan)]
-    gpu_type, vram = plan.get("gpu_type"), plan.get("gpu_vram_gb")
-    if not gpu_type and not vram:
+    gpu_type, stated = plan.get("gpu_type"), plan.get("gpu_vram_gb")
+    if not gpu_type and not stated:
         return [], []  # a CPU plan
-    if not isinstance(gpu_type, str) or not _positive(vram):
+    vram = positive_number(stated)
+    if not isinstance(gpu_type, str) or vram is None:
         return [], [_reject(f"GPU plan without gpu_type and gpu_vram_gb: {gpu_type!r}, "
-                            f"{vram!r}", plan)]
+                            f"{stated!r}", plan)]
     card = CARD_VRAM_GB.get(gpu_type)
     if card is None:
         return [], [_reject(f"whole-card VRAM of {gpu_type} unknown: a share cannot be told "
@@ -131,8 +124,8 @@ def _vm_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Rej
                             f"{gpu_type} cards", plan)]
     fractional = share < 1
     count = share if fractional else round(share)
-    data: ProviderData = {"plan_type": plan.get("type"), "gpu_vram_gb": vram,
-                          "monthly_cost": _number(plan.get("monthly_cost"))}
+    data: ProviderData = {"plan_type": plan.get("type"), "gpu_vram_gb": stated,
+                          "monthly_cost": positive_number(plan.get("monthly_cost"))}
     return _per_location(
         plan, capture, label=gpu_type, count=count,
         vram_per_gpu=None if fractional else vram / count,
@@ -154,9 +147,9 @@ def _metal_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[
         return [], [_reject(f"plan id {plan_id!r} says 0 GPUs", plan)]
     # On bare metal `type` is the disk type ("NVMe"), not the plan family.
     data: ProviderData = {"disk_type": plan.get("type"), "cpu_model": plan.get("cpu_model"),
-                          "cpu_cores": _number(plan.get("cpu_cores")),
-                          "monthly_cost": _number(plan.get("monthly_cost")),
-                          "monthly_cost_preemptible": _number(
+                          "cpu_cores": positive_number(plan.get("cpu_cores")),
+                          "monthly_cost": positive_number(plan.get("monthly_cost")),
+                          "monthly_cost_preemptible": positive_number(
                               plan.get("monthly_cost_preemptible"))}
     prices = [(PricingModel.ON_DEMAND, "hourly_cost")]
     if "hourly_cost_preemptible" in plan:
@@ -178,13 +171,14 @@ def _per_location(plan: dict[str, Any], capture: Capture, *, label: str, count: 
         return [], [_reject(f"locations is not a list of codes: {locations!r}", plan)]
     if not locations:
         return [], [_reject("plan is offered in no location", plan)]
-    ram, disk, disks = plan.get("ram"), plan.get("disk"), plan.get("disk_count")
+    ram, disk, disks = (positive_number(plan.get(f)) for f in ("ram", "disk", "disk_count"))
+    vcpu_count = positive_number(vcpus)
     offers: list[ParsedOffer] = []
     rejects: list[Reject] = []
     for model, field in prices:
-        price = plan.get(field)
-        if not _positive(price):
-            rejects.append(_reject(f"{field} is not a price: {price!r}", plan))
+        price = positive_number(plan.get(field))
+        if price is None:
+            rejects.append(_reject(f"{field} is not a price: {plan.get(field)!r}", plan))
             continue
         for location in locations:
             key = f"{plan_id}|{location}|{model.value}"
@@ -192,11 +186,9 @@ def _per_location(plan: dict[str, Any], capture: Capture, *, label: str, count: 
                 offers.append(ParsedOffer(
                     provider=NAME, offer_key=key, instance_type=plan_id, gpu_label=label,
                     gpu_count=count, vram_gb_per_gpu=vram_per_gpu, pricing_model=model,
-                    price_per_hour=float(price), region=location,
-                    vcpus=float(vcpus) if _positive(vcpus) else None,
-                    ram_gb=ram / MB_PER_GB if _positive(ram) else None,
-                    disk_gb=(disk * (disks if _positive(disks) else 1)
-                             if _positive(disk) else None),
+                    price_per_hour=price, region=location, vcpus=vcpu_count,
+                    ram_gb=ram / MB_PER_GB if ram is not None else None,
+                    disk_gb=disk * (disks or 1) if disk is not None else None,
                     source_url=capture.url, observed_at=capture.fetched_at,
                     provider_data={**data, "price_field": field},
                 ))
@@ -209,11 +201,3 @@ def _reject(reason: str, raw: Any, key: str | None = None) -> Reject:
     return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
                   offer_key=key)
 
-
-def _number(value: Any) -> float | None:
-    return float(value) if _positive(value) else None
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0 \
-        and math.isfinite(value)

@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
+
 from gpuscout.warehouse.arrow import offer_schema
 
 # gpu_id -> (base on-demand USD per GPU-hour, gpuhunt gpu_name, SkyPilot AcceleratorName, vendor)

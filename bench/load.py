@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from gpuscout.warehouse.arrow import offer_schema
 from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.load import merge_offers, transaction

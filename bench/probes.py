@@ -68,10 +68,9 @@ def patched_statements(replace: dict[str, str]):
 
 
 def probe_load(n: int, runs: int) -> dict[str, Any]:
+    from bench.load import T0, synthetic_offers
     from gpuscout.warehouse.connection import connect
     from gpuscout.warehouse.load import merge_offers, transaction
-
-    from bench.load import T0, synthetic_offers
 
     table = synthetic_offers(n, observed_at=T0)
     variants = {
@@ -113,14 +112,14 @@ def probe_history(nights: int, n: int) -> dict[str, Any]:
 def child_recommend(db: Path, runs: int) -> dict[str, Any]:
     from functools import cache
 
-    from gpuscout.cli.estimate import job_from_options
     from gpuscout.core.catalog import load_catalog
     from gpuscout.pipeline.recommend import RecommendRequest, recommend
     from gpuscout.sizing import architectures
+    from gpuscout.sizing.job import Job
     from gpuscout.warehouse.connection import connect
 
-    arch, job, _ = job_from_options(model="meta-llama/Llama-3.1-8B", method="qlora",
-                                    batch_size=4)
+    arch, job, _ = Job(model="meta-llama/Llama-3.1-8B", method="qlora",
+                       batch_size=4).resolve()
     request = RecommendRequest(tokens=100_000_000,
                                now=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=366))
     catalog = load_catalog()

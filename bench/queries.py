@@ -56,6 +56,8 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
     """history + n current market offers, through the load path; returns what it holds."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+
+    from bench.catalogs import PROVIDERS, market_offers
     from gpuscout.core.catalog import GPUS_CSV
     from gpuscout.pipeline.profiles import profiles_table
     from gpuscout.warehouse.connection import connect
@@ -65,8 +67,6 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
         replace_provider_profiles,
         transaction,
     )
-
-    from bench.catalogs import PROVIDERS, market_offers
 
     db = work / "queries.duckdb"
     db.unlink(missing_ok=True)
@@ -107,16 +107,16 @@ def _offers_params(**given: Any) -> dict[str, Any]:
 
 def child_gpuscout(work: Path, runs: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from gpuscout.cli.estimate import job_from_options
     from gpuscout.core.catalog import load_catalog
     from gpuscout.pipeline.recommend import RecommendRequest, recommend
+    from gpuscout.sizing.job import Job
     from gpuscout.warehouse.connection import connect
     from gpuscout.warehouse.queries import run_named
 
     import_s = time.perf_counter() - t0
     filt = _offers_params(gpu=GPU, min_vram=MIN_VRAM, max_price=MAX_PER_GPU_HOUR)
     every = _offers_params()
-    arch, job, _ = job_from_options(model=MODEL, method=METHOD, batch_size=BATCH)
+    arch, job, _ = Job(model=MODEL, method=METHOD, batch_size=BATCH).resolve()
     request = RecommendRequest(tokens=TOKENS, now=MARKET_AT)
     out: dict[str, Any] = {"import_s": import_s}
     with connect(work / "queries.duckdb", read_only=True) as con:
@@ -147,11 +147,12 @@ def _sizing_samples(con: Any, arch: Any, job: Any, request: Any, catalog: Any,
                     runs: int) -> list[float] | str:
     """The part of recommend() that sizes the job per machine shape (no offer is priced)."""
     try:
-        from gpuscout.pipeline.recommend import plan_shapes
-        from gpuscout.warehouse.queries import run_named
+        from gpuscout.pipeline.recommend.plans import plan_shapes
+        from gpuscout.pipeline.recommend.rank import _sql
+        from gpuscout.warehouse.queries import run_query
 
         def sizing() -> Any:
-            shapes = run_named(con, "recommend_shapes",
+            shapes = run_query(con, _sql("shapes"),
                                {"providers": None, "region": None, "spot_policy": "allow"})
             return plan_shapes(arch, job, shapes, request.tokens, catalog)
 

@@ -1,4 +1,4 @@
-"""The GPU catalog and provider alias resolution, loaded from the CSV files in `pipeline/data/`.
+"""The GPU catalog and provider alias resolution, loaded from the CSV files in `core/data/`.
 
 The catalog is data, not code: every row carries its source. Resolution never guesses: a label
 that is not in the alias table, is marked unmapped, is ambiguous without a VRAM hint, or whose
@@ -12,10 +12,12 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast, get_args
 
-from gpuscout.core.models import FormFactor, Interconnect, MemoryType
 from pydantic import BaseModel, ConfigDict, Field
+
+from gpuscout.core.errors import DataError
+from gpuscout.core.models import FormFactor, Interconnect, MemoryType
 
 DATA_DIR = Path(__file__).parent / "data"
 GPUS_CSV = DATA_DIR / "gpus.csv"
@@ -223,8 +225,14 @@ def _read_aliases(path: Path) -> list[AliasRow]:
             canonical_id=r["canonical_id"] or None,
             gpu_count_if_implied=_opt_float(r["gpu_count_if_implied"]),
             disambiguate_by_vram_gb=_opt_float(r["disambiguate_by_vram_gb"]),
-            confidence=r["confidence"], source=r["source"], notes=r["notes"],
+            confidence=_confidence(r["confidence"]), source=r["source"], notes=r["notes"],
         ) for r in csv.DictReader(f)]
+
+
+def _confidence(text: str) -> Confidence:
+    if text not in get_args(Confidence):
+        raise DataError(f"alias confidence {text!r} is not one of {get_args(Confidence)}")
+    return cast(Confidence, text)
 
 
 def alias_files() -> list[Path]:

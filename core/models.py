@@ -101,26 +101,31 @@ class ParsedOffer(BaseModel):
     offer_key: str
     instance_type: str | None = None
     gpu_label: str = Field(description="the provider's own spelling of the GPU")
-    gpu_count: PositiveFloat = Field(le=MAX_GPU_COUNT,
-                                     description="GPUs in the offer; < 1 for a fractional GPU")
-    vram_gb_per_gpu: PositiveFloat | None = Field(None, le=MAX_VRAM_GB_PER_GPU,
-                                                  description="VRAM per GPU as reported, GB")
+    gpu_count: PositiveFloat = Field(
+        le=MAX_GPU_COUNT,
+        description="GPUs in the offer; < 1 for a fractional GPU")
+    vram_gb_per_gpu: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_VRAM_GB_PER_GPU,
+        description="VRAM per GPU as reported, GB")
     pricing_model: PricingModel
     price_per_hour: PositiveFloat = Field(description="whole offer, in `currency` per hour")
-    currency: str = Field("USD", min_length=3, max_length=3)
+    currency: str = Field(default="USD", min_length=3, max_length=3)
     price_kind: PriceKind = PriceKind.LISTED
-    region: str | None = Field(None, description="provider's region code or location text")
+    region: str | None = Field(default=None, description="provider's region code or location text")
     zone: str | None = None
     vcpus: PositiveFloat | None = None
     ram_gb: PositiveFloat | None = None
     disk_gb: PositiveFloat | None = None
-    interconnect: Interconnect | None = Field(None, description="as stated by the provider")
-    interconnect_gbps: PositiveFloat | None = Field(None, description="GPU-to-GPU, GB/s")
+    interconnect: Interconnect | None = Field(
+        default=None,
+        description="as stated by the provider")
+    interconnect_gbps: PositiveFloat | None = Field(default=None, description="GPU-to-GPU, GB/s")
     network: NetworkFabric | None = None
-    network_gbps: PositiveFloat | None = Field(None, description="node-to-node, Gb/s")
-    billing_increment_s: int | None = Field(None, gt=0, description="billing granularity")
+    network_gbps: PositiveFloat | None = Field(default=None, description="node-to-node, Gb/s")
+    billing_increment_s: int | None = Field(default=None, gt=0, description="billing granularity")
     availability: Availability = Availability.UNKNOWN
-    available_count: int | None = Field(None, ge=0)
+    available_count: int | None = Field(default=None, ge=0)
     source_url: str
     observed_at: datetime
     provider_data: ProviderData = Field(default_factory=dict)
@@ -200,5 +205,7 @@ class ParseResult(BaseModel):
 
     offers: list[ParsedOffer] = Field(default_factory=list)
     rejects: list[Reject] = Field(default_factory=list)
-    complete: bool = Field(True, description="False when some part (a region, a page) could "
-                           "not be read: the offers are loaded but nothing vanished is closed")
+    complete: bool = Field(
+        default=True,
+        description="False when some part (a region, a page) could not be read: the offers are"
+                    " loaded but nothing vanished is closed")

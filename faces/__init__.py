@@ -1,1 +1,53 @@
-"""gpuscout: GPU cloud offers, their price history, and the one that runs your job best."""
+"""gpuscout: GPU cloud offers, their price history, and the one that runs your job best.
+
+The Python API (see `gpuscout.api`): `refresh`, `offers`, `estimate`, `recommend`, `sql` and
+`export`, with `Job` for the job options. Names load on first use, so `import gpuscout` (and
+the CLI's start-up) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuscout.api import (
+        CurrentOffer,
+        estimate,
+        export,
+        offers,
+        offers_table,
+        recommend,
+        refresh,
+        sql,
+    )
+    from gpuscout.core.errors import DataError, GpuscoutError, UserInputError
+    from gpuscout.pipeline.recommend import RankedOffer, Recommendation, RejectedOffer
+    from gpuscout.pipeline.refresh import RunReport
+    from gpuscout.sizing.job import Job
+    from gpuscout.sizing.types import Estimate
+
+_HOME = {
+    **dict.fromkeys(["CurrentOffer", "estimate", "export", "offers", "offers_table",
+                     "recommend", "refresh", "sql"], "gpuscout.api"),
+    **dict.fromkeys(["DataError", "GpuscoutError", "UserInputError"], "gpuscout.core.errors"),
+    **dict.fromkeys(["RankedOffer", "Recommendation", "RejectedOffer"],
+                    "gpuscout.pipeline.recommend"),
+    "RunReport": "gpuscout.pipeline.refresh",
+    "Job": "gpuscout.sizing.job",
+    "Estimate": "gpuscout.sizing.types",
+}
+__all__ = [
+    "CurrentOffer", "DataError", "Estimate", "GpuscoutError", "Job", "RankedOffer",
+    "Recommendation", "RejectedOffer", "RunReport", "UserInputError", "estimate", "export",
+    "offers", "offers_table", "recommend", "refresh", "sql",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gpuscout' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

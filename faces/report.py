@@ -22,7 +22,8 @@ from gpuscout.core.errors import DataError
 if TYPE_CHECKING:
     import duckdb
     import plotly.graph_objects as go
-    from gpuscout.pipeline.recommend import Recommendation, RecommendRequest
+
+    from gpuscout.pipeline.recommend import RankedOffer, Recommendation, RecommendRequest
     from gpuscout.sizing.architectures import Architecture
     from gpuscout.sizing.types import JobSpec
 
@@ -231,14 +232,14 @@ def freshness_figure(rows: list[dict[str, Any]]) -> go.Figure:
                    legend={"orientation": "h", "y": 1.08, "x": 0})
 
 
-def _machine(row: dict[str, Any]) -> str:
-    shape = f"{row['gpu_id']} ×{row['gpus_per_node']}"
-    return shape + (f" ×{row['nodes']} nodes" if row["nodes"] > 1 else "")
+def _machine(row: RankedOffer) -> str:
+    shape = f"{row.gpu_id} ×{row.gpus_per_node}"
+    return shape + (f" ×{row.nodes} nodes" if row.nodes > 1 else "")
 
 
-def offer_label(rank: int, row: dict[str, Any]) -> str:
-    pricing = row["pricing_model"].replace("_", "-")
-    return f"#{rank} {row['provider']} · {_machine(row)} · {pricing}"
+def offer_label(rank: int, row: RankedOffer) -> str:
+    pricing = row.pricing_model.replace("_", "-")
+    return f"#{rank} {row.provider} · {_machine(row)} · {pricing}"
 
 
 def recommendation_figure(rec: Recommendation) -> go.Figure:
@@ -249,8 +250,9 @@ def recommendation_figure(rec: Recommendation) -> go.Figure:
              ("storage_usd", "persistent storage", "#72b7b2"),
              ("egress_usd", "egress of the final weights", "#eeca3b"))
     fig = go.Figure([go.Bar(
-        y=labels, x=[r[key] for r in rec.ranked], name=name, orientation="h", marker_color=color,
-        customdata=[[r["total_usd"], r["expected_hours"]] for r in rec.ranked],
+        y=labels, x=[getattr(r, key) for r in rec.ranked], name=name, orientation="h",
+        marker_color=color,
+        customdata=[[r.total_usd, r.expected_hours] for r in rec.ranked],
         hovertemplate=(f"%{{y}}<br>{name}: $%{{x:.2f}}<br>total $%{{customdata[0]:.2f}}, "
                        f"%{{customdata[1]:.2f}} h expected<extra></extra>"),
     ) for key, name, color in parts])
@@ -321,28 +323,28 @@ def _recommendation_html(data: ReportData) -> str:
         top = rec.ranked[0]
         parts.append(
             f'<p class="verdict" data-field="best">Best: <b>{_e(offer_label(1, top))}</b>: '
-            f"<b>${top['total_usd']:,.2f}</b> in total (compute ${top['compute_usd']:,.2f} + "
-            f"storage ${top['storage_usd']:,.2f} + egress ${top['egress_usd']:,.2f}), "
-            f"{top['expected_hours']:,.2f} h expected, {top['billed_hours']:,.2f} h billed at "
-            f"${top['price_usd_per_hour']:,.2f}/h.</p>")
+            f"<b>${top.total_usd:,.2f}</b> in total (compute ${top.compute_usd:,.2f} + "
+            f"storage ${top.storage_usd:,.2f} + egress ${top.egress_usd:,.2f}), "
+            f"{top.expected_hours:,.2f} h expected, {top.billed_hours:,.2f} h billed at "
+            f"${top.price_usd_per_hour:,.2f}/h.</p>")
         parts.append(_chart("recommendation-cost", recommendation_figure(rec)))
         rows = []
         for i, r in enumerate(rec.ranked, 1):
             rows.append(
-                f'<tr class="offer" data-offer="{_e(r["offer_key"])}"><td class="num">{i}</td>'
-                f"<td>{_e(r['provider'])}</td><td>{_e(_machine(r))}"
-                f"<br><small>{_e(r['offer_key'])}</small></td>"
-                f"<td>{_e(r['pricing_model'])}</td><td>{_e(r['sharding'])}</td>"
-                f"{_num('price_usd_per_hour', r['price_usd_per_hour'], ',.2f')}"
-                f"{_num('expected_hours', r['expected_hours'], ',.2f')}"
-                f"{_num('billed_hours', r['billed_hours'], ',.2f')}"
-                f"{_num('compute_usd', r['compute_usd'], ',.2f')}"
-                f"{_num('storage_usd', r['storage_usd'], ',.2f')}"
-                f"{_num('egress_usd', r['egress_usd'], ',.2f')}"
-                f"{_num('total_usd', r['total_usd'], ',.2f')}</tr>"
+                f'<tr class="offer" data-offer="{_e(r.offer_key)}"><td class="num">{i}</td>'
+                f"<td>{_e(r.provider)}</td><td>{_e(_machine(r))}"
+                f"<br><small>{_e(r.offer_key)}</small></td>"
+                f"<td>{_e(r.pricing_model)}</td><td>{_e(r.sharding)}</td>"
+                f"{_num('price_usd_per_hour', r.price_usd_per_hour, ',.2f')}"
+                f"{_num('expected_hours', r.expected_hours, ',.2f')}"
+                f"{_num('billed_hours', r.billed_hours, ',.2f')}"
+                f"{_num('compute_usd', r.compute_usd, ',.2f')}"
+                f"{_num('storage_usd', r.storage_usd, ',.2f')}"
+                f"{_num('egress_usd', r.egress_usd, ',.2f')}"
+                f"{_num('total_usd', r.total_usd, ',.2f')}</tr>"
                 # the reasons get a full-width row of their own, under the numbers
                 f'<tr class="reasons"><td></td><td colspan="11">'
-                f"{' · '.join(_e(x) for x in r['reasons'])}</td></tr>")
+                f"{' · '.join(_e(x) for x in r.reasons)}</td></tr>")
         parts.append(_table(["#", "provider", "machine", "pricing", "parallelism", "$/h",
                              "expected h", "billed h", "compute $", "storage $", "egress $",
                              "total $"], rows, "recommendation"))
@@ -352,9 +354,9 @@ def _recommendation_html(data: ReportData) -> str:
         f"tokenized data, two checkpoints of {rec.checkpoint_gb:,.2f} GB), final weights "
         f"{rec.egress_gb:,.2f} GB downloaded.</p>")
     if rec.rejected_cheaper:
-        rows = [f"<tr><td>{_e(r['provider'])}</td><td>{_e(r['offer_key'])}</td>"
-                f"{_num('price_usd_per_hour', r['price_usd_per_hour'], ',.2f')}"
-                f"<td class=\"why\">{_e(r['rejected_because'])}</td></tr>"
+        rows = [f"<tr><td>{_e(r.provider)}</td><td>{_e(r.offer_key)}</td>"
+                f"{_num('price_usd_per_hour', r.price_usd_per_hour, ',.2f')}"
+                f"<td class=\"why\">{_e(r.rejected_because)}</td></tr>"
                 for r in rec.rejected_cheaper[:10]]
         parts.append("<details><summary>Cheaper offers per hour that were rejected</summary>"
                      + _table(["provider", "offer", "$/h", "why not"], rows) + "</details>")
@@ -495,13 +497,11 @@ def publish_report(db: Path | str, out_root: Path | str, night: date | datetime)
 
     Call it after the flow's own warehouse connection is closed: it opens the file read-only.
     """
-    from gpuscout.cli.estimate import job_from_options
-    from gpuscout.cli.report import DEFAULT_BATCH, DEFAULT_METHOD, DEFAULT_MODEL, DEFAULT_TOKENS
     from gpuscout.pipeline.recommend import RecommendRequest
+    from gpuscout.sizing.job import MAIN_JOB, MAIN_JOB_TOKENS
 
     day = night.date() if isinstance(night, datetime) else night
-    arch, job, warnings = job_from_options(model=DEFAULT_MODEL, method=DEFAULT_METHOD,
-                                           batch_size=DEFAULT_BATCH)
-    req = RecommendRequest(tokens=DEFAULT_TOKENS)
+    arch, job, warnings = MAIN_JOB.resolve_per_offer()
+    req = RecommendRequest(tokens=MAIN_JOB_TOKENS)
     return generate_report(db, Path(out_root) / day.isoformat(), arch, job, req,
                            warnings=warnings)

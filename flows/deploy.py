@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
+from prefect.schedules import Cron, Schedule
+
 from gpuscout.flows.refresh import nightly_refresh
-from prefect.schedules import Cron
 
 # 02:30 UTC: after most providers' daily price updates, before European working hours.
 NIGHTLY_CRON = "30 2 * * *"
@@ -29,7 +30,7 @@ def nightly_parameters() -> dict[str, object]:
     }
 
 
-def nightly_schedule() -> Cron:
+def nightly_schedule() -> Schedule:
     return Cron(NIGHTLY_CRON, timezone=TIMEZONE, parameters=nightly_parameters())
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import duckdb
+
 from gpuscout.warehouse.queries import run_named
 
 

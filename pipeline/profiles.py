@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import pyarrow as pa
-from gpuscout.core.errors import DataError
 from pydantic import BaseModel, ConfigDict, Field
+
+from gpuscout.core.errors import DataError
 
 PROFILES_CSV = Path(__file__).parent / "data" / "provider_profiles.csv"
 COLUMNS = ["provider", "fact", "value", "unit", "source_url", "verified_at", "notes"]
@@ -175,7 +176,8 @@ def parse_profiles(rows: Iterable[dict[str, str]], *, path: Path = PROFILES_CSV,
         meta[provider]["verified"][fact] = verified
         if r["notes"]:
             meta[provider]["notes"][fact] = r["notes"]
-    return {p: ProviderProfile(provider=p, **facts[p], **meta[p]) for p in PROVIDERS}
+    return {p: ProviderProfile.model_validate({"provider": p, **facts[p], **meta[p]})
+            for p in PROVIDERS}
 
 
 def read_profiles(path: Path) -> dict[str, ProviderProfile]:

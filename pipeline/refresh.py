@@ -20,10 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 import duckdb
 import httpx
+from pydantic import BaseModel
+
 from gpuscout.adapters.archive import ArchiveWriter, ReplayTransport
 from gpuscout.adapters.base import Adapter
 from gpuscout.adapters.fx import FX_SOURCE, FxTable, fetch_rates, parse_rates
@@ -49,6 +51,7 @@ from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect, writer_lock
 from gpuscout.warehouse.load import (
     RunRecord,
+    RunStatus,
     gpu_price_medians,
     last_good_count,
     last_loaded_rejects,
@@ -62,7 +65,6 @@ from gpuscout.warehouse.load import (
     write_quarantine,
     write_run,
 )
-from pydantic import BaseModel
 
 Mode = Literal["live", "replay"]
 
@@ -98,7 +100,7 @@ class RunReport(BaseModel):
     fx: FxOutcome | None = None
 
     @property
-    def status(self) -> str:
+    def status(self) -> Literal["ok", "partial", "failed"]:
         """ok: every provider loaded everything; partial: some provider failed, was refused or
         loaded with something held back (its run-log `error` says what); failed: none loaded."""
         loaded = [r for r in self.providers if r.status == "ok"]
@@ -127,20 +129,6 @@ def resolve_providers(names: Sequence[str] | None) -> list[str]:
         raise UserInputError(f"unknown provider {', '.join(unknown)}; "
                              f"known: {', '.join(PROVIDERS)}")
     return list(dict.fromkeys(names))
-
-
-def resolve_fx(con: duckdb.DuckDBPyConnection, *, transport: httpx.BaseTransport | None,
-               recorder: ArchiveWriter | None) -> FxOutcome:
-    """Tonight's ECB rates, stored; if they cannot be read, the newest stored ones.
-
-    Without any rates only USD offers convert, and the others are quarantined with the reason.
-    """
-    table, outcome = fetch_fx(transport=transport, recorder=recorder)
-    if table is None:
-        as_of, stored = latest_fx_rates(con)
-        return _fallback_fx(outcome, as_of, stored)
-    store_fx(con, table)
-    return outcome
 
 
 def fetch_fx(*, transport: httpx.BaseTransport | None,
@@ -176,14 +164,59 @@ def _stored_fx(db: Path | str) -> tuple[date | None, dict[str, float]]:
         return None, {}
 
 
+@dataclass(frozen=True)
+class CollectOutcome:
+    """One provider's collect: what it gave (or raised), and when it started."""
+
+    provider: str
+    started_at: datetime
+    result: Collected | Exception
+
+
+class Collector(Protocol):
+    """Runs `collect` for every provider and returns one outcome each, in order.
+
+    The CLI collects one provider after another (`sequential`); the Prefect flow submits one
+    task per provider with its retries. Whoever collects, `refresh()` holds the writer lock,
+    reads the USD rates, loads, and decides the status: one orchestration for every face.
+    """
+
+    def __call__(self, names: Sequence[str], *, source: Source,
+                 fx: Mapping[str, float]) -> list[CollectOutcome]: ...
+
+
+def sequential(*, settings: Settings, catalog: Catalog, transport: httpx.BaseTransport | None,
+               recorder: ArchiveWriter | None, progress: ProgressHook | None = None,
+               ) -> Collector:
+    """Collect in this thread, one provider after another, reporting progress."""
+    def run(names: Sequence[str], *, source: Source,
+            fx: Mapping[str, float]) -> list[CollectOutcome]:
+        outcomes = []
+        for name in names:
+            if progress:
+                progress(name, None)
+            at = now_utc()
+            try:
+                result: Collected | Exception = collect(
+                    name, source=source, transport=transport, recorder=recorder,
+                    settings=settings, catalog=catalog, fx=fx)
+            except Exception as exc:  # one provider's failure, whatever it is, never stops
+                result = exc  # the others
+            outcomes.append(CollectOutcome(name, at, result))
+        return outcomes
+    return run
+
+
 def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
             settings: Settings | None = None, catalog: Catalog | None = None,
             fx: Mapping[str, float] | None = None, progress: ProgressHook | None = None,
-            transport: httpx.BaseTransport | None = None) -> RunReport:
+            transport: httpx.BaseTransport | None = None,
+            collector: Collector | None = None) -> RunReport:
     """Refresh the given providers (all registered ones when None) into the warehouse at `db`.
 
-    `fx` fixes the USD rates (else they are fetched like a provider, see `resolve_fx`);
-    `transport` overrides the HTTP transport (tests inject faults this way).
+    `fx` fixes the USD rates (else they are fetched like a provider, see `fetch_fx`);
+    `transport` overrides the HTTP transport (tests inject faults this way); `collector`
+    replaces the sequential collect (the Prefect flow's tasks).
     """
     settings = settings or Settings()
     catalog = catalog or load_catalog()
@@ -194,6 +227,8 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
         assert source.replay_dir is not None
         transport = ReplayTransport(source.replay_dir)
     recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
+    collector = collector or sequential(settings=settings, catalog=catalog, transport=transport,
+                                        recorder=recorder, progress=progress)
     # One writer at a time, refused at once: a second refresh must not fetch everything only
     # to find the warehouse taken. Readers are never blocked (see gpuscout.warehouse.connection).
     with writer_lock(db):
@@ -205,34 +240,24 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
             if fx_table is None:
                 fx_outcome = _fallback_fx(fx_outcome, *_stored_fx(db))
         # The network first, the warehouse after: the write session is only the loads.
-        collected: list[tuple[str, datetime, Collected | Exception]] = []
-        for name in names:
-            if progress:
-                progress(name, None)
-            at = now_utc()
-            try:
-                outcome: Collected | Exception = collect(
-                    name, source=source, transport=transport, recorder=recorder,
-                    settings=settings, catalog=catalog, fx=fx_outcome.usd_per_unit)
-            except Exception as exc:  # one provider's failure, whatever it is, never stops
-                outcome = exc  # the others
-            collected.append((name, at, outcome))
+        collected = collector(names, source=source, fx=fx_outcome.usd_per_unit)
         records = []
         with connect(db) as con:
             replace_gpu_catalog(con, GPUS_CSV)
             replace_provider_profiles(con, profiles_table())
             if fx_table is not None:
                 store_fx(con, fx_table)
-            for name, at, outcome in collected:
-                if isinstance(outcome, Collected):
-                    record = load(con, outcome, run_id=run_id, mode=source.mode,
+            for outcome in collected:
+                if isinstance(outcome.result, Collected):
+                    record = load(con, outcome.result, run_id=run_id, mode=source.mode,
                                   settings=settings)
                 else:
-                    record = record_failure(con, name, outcome, run_id=run_id,
-                                            mode=source.mode, started=at)
+                    record = record_failure(con, outcome.provider, outcome.result,
+                                            run_id=run_id, mode=source.mode,
+                                            started=outcome.started_at)
                 records.append(record)
                 if progress:
-                    progress(name, record)
+                    progress(outcome.provider, record)
     return RunReport(run_id=run_id, mode=source.mode, started_at=started,
                      finished_at=now_utc(), providers=records, fx=fx_outcome)
 
@@ -294,8 +319,8 @@ def collect(name: str, *, source: Source, transport: httpx.BaseTransport | None,
                      fetch_errors=fetch_errors)
 
 
-def _finish(provider: str, run_id: str, mode: str, started: datetime, status: str,
-            **fields: object) -> RunRecord:
+def _finish(provider: str, run_id: str, mode: str, started: datetime, status: RunStatus,
+            **fields: Any) -> RunRecord:
     end = now_utc()
     return RunRecord(run_id=run_id, provider=provider, mode=mode, started_at=started,
                      finished_at=end, duration_s=(end - started).total_seconds(),
@@ -395,7 +420,7 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def record_failure(con: duckdb.DuckDBPyConnection, provider: str, exc: BaseException, *,
-                   run_id: str, mode: str, started: datetime, **counts: object) -> RunRecord:
+                   run_id: str, mode: str, started: datetime, **counts: Any) -> RunRecord:
     status = "skipped" if isinstance(exc, MissingCredentialsError) else "failed"
     record = _finish(provider, run_id, mode, started, status, complete=False,
                      error=describe_error(provider, exc), **counts)

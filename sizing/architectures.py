@@ -21,8 +21,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuscout.core.errors import UserInputError
 from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from gpuscout.core.errors import UserInputError
 
 ARCHITECTURES_CSV = Path(__file__).parent / "data" / "architectures.csv"
 

@@ -22,11 +22,12 @@ import statistics
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from gpuscout.core.catalog import GpuSpec, load_catalog
 from gpuscout.sizing.architectures import Architecture, lookup
 from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.types import Estimate, JobSpec
-from pydantic import BaseModel, ConfigDict
 
 MEASUREMENTS_CSV = Path(__file__).parent / "data" / "measurements.csv"
 
@@ -216,7 +217,7 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         virtual = _int(r["lora_targets"].split("adapter_len")[-1], 10)
     variable = not (any(m in r["notes"].lower() for m in FIXED_LENGTH_MARKERS)
                     or any(src in r["source"] for src in CACHE_EMPTYING_SOURCES))
-    return JobSpec(
+    return JobSpec.model_validate(dict(
         method=method, lora_rank=rank, lora_targets=targets, num_virtual_tokens=virtual,
         dtype=dtype, quant=quant, double_quant=double_quant, upcast_non_quantized=upcast,
         optimizer=optimizer, mixed_precision=mixed,
@@ -229,7 +230,7 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         flash_attention=not r["flash_attention"].startswith("no"),
         gpus=gpus, sharding=sharding if gpus > 1 or sharding != "none" else "none",
         offload=offload, variable_lengths=variable,
-    )
+    ))
 
 
 def _settings(job: JobSpec) -> str:

@@ -7,7 +7,7 @@ from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.memory import memory_estimate
 from gpuscout.sizing.precision import decide
-from gpuscout.sizing.throughput import time_estimate
+from gpuscout.sizing.throughput import flops_per_token, time_estimate
 from gpuscout.sizing.types import Estimate, JobSpec
 
 
@@ -33,4 +33,5 @@ def estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec | None = None,
         notes.append(f"does not fit: {memory.peak_gb_per_gpu:.1f} GB needed per GPU, "
                      f"{gpu.canonical_id} has {gpu.vram_gb:g} GB")
     return Estimate(model_id=arch.model_id, gpu_id=gpu.canonical_id if gpu else None,
-                    dtype=decision.dtype, job=job, memory=memory, time=time, notes=notes)
+                    dtype=decision.dtype, job=job, memory=memory, time=time, notes=notes,
+                    flops_per_token=flops_per_token(arch, job)[0])

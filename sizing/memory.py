@@ -221,7 +221,8 @@ def activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
     return ckpt + max(per_block) + final
 
 
-def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,
+# Complex on purpose: every term of the per-token activation sum is one branch.
+def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,  # noqa: C901
                            s_kv: int, s_enc: int, lora: bool) -> float:
     """Bytes one token leaves saved in one block when nothing is recomputed.
 
@@ -324,7 +325,8 @@ def _fsdp_gathered_bytes(arch: Architecture, unit_b: float, root_b: float) -> fl
     return GATHERED_BLOCKS * biggest * unit_b + root * root_b
 
 
-def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None,
+# Complex on purpose: one branch per memory term of the breakdown.
+def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None,  # noqa: C901
                     vram_gb: float | None = None) -> MemoryEstimate:
     """Peak memory per GPU. `dtype` is the effective precision (after the GPU's gates)."""
     dt: Dtype = dtype or job.dtype

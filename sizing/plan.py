@@ -6,13 +6,14 @@ recommendation evaluates one plan per distinct shape in the warehouse, not one p
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.memory import GB, GIB
 from gpuscout.sizing.types import JobSpec, Sharding
-from pydantic import BaseModel, Field
 
 # Plan against 95 % of the VRAM (sold in GiB: an "80GB" card holds 80 GiB): the estimate already
 # holds the CUDA context, and this margin covers driver/ECC reservations and run-to-run
@@ -27,19 +28,20 @@ MULTI_GPU_STRATEGIES: tuple[Sharding, ...] = ("ddp", "zero2", "zero3")
 class NodeShape(BaseModel):
     gpu_id: str
     gpus_per_node: int = Field(ge=1)
-    nodes: int = Field(1, ge=1)
+    nodes: int = Field(default=1, ge=1)
 
 
 class NodePlan(BaseModel):
     shape: NodeShape
     feasible: bool
-    reason: str | None = Field(None, description="why not, when infeasible")
+    reason: str | None = Field(default=None, description="why not, when infeasible")
     sharding: Sharding | None = None
     dtype: str | None = None
-    peak_gb_per_gpu: float | None = Field(None, description="incl. the allocator's cache")
+    peak_gb_per_gpu: float | None = Field(default=None, description="incl. the allocator's cache")
     need_gb_per_gpu: float | None = Field(
-        None, description="tensors + CUDA context: the allocator gives its cache back before "
-                          "it fails, so this is what must fit")
+        default=None,
+        description="tensors + CUDA context: the allocator gives its cache back before it "
+                    "fails, so this is what must fit")
     usable_gb_per_gpu: float
     hours: float | None = None
     tokens_per_s: float | None = None

@@ -13,9 +13,10 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.sizing.types import Dtype, JobSpec
-from pydantic import BaseModel, ConfigDict, Field
 
 BNB_AMD_TARGETS = frozenset({"gfx908", "gfx90a", "gfx942", "gfx950"})
 BNB_MIN_CC = 6.0
@@ -28,7 +29,7 @@ class PrecisionDecision(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     dtype: Dtype = Field(description="the compute precision the job will run in")
-    refusal: str | None = Field(None, description="why the job cannot run on this GPU")
+    refusal: str | None = Field(default=None, description="why the job cannot run on this GPU")
     notes: tuple[str, ...] = ()
 
 
@@ -73,7 +74,7 @@ def bitsandbytes_support(gpu: GpuSpec) -> tuple[bool, bool, str | None]:
                          f"({gpu.vendor} {gpu.family})"
 
 
-def decide(job: JobSpec, gpu: GpuSpec | None) -> PrecisionDecision:
+def decide(job: JobSpec, gpu: GpuSpec | None) -> PrecisionDecision:  # noqa: C901 - the precision decision table, one branch per rule
     """The precision `job` runs in on `gpu`, with notes, or the reason it cannot run there."""
     if gpu is None:
         return PrecisionDecision(dtype=job.dtype)

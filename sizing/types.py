@@ -6,9 +6,10 @@ the CLI prints as one line.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.choices import Dtype, LoraTargets, Method, Offload, Optimizer, Quant, Sharding
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PEFT_METHODS: frozenset[str] = frozenset({"lora", "qlora", "dora", "ia3", "prefix", "prompt",
                                           "adapter"})
@@ -24,20 +25,24 @@ class JobSpec(BaseModel):
     method: Method = "lora"
     lora_rank: int = 16
     lora_targets: LoraTargets = "qv"
-    num_virtual_tokens: int = Field(20, description="prefix / prompt tuning length")
-    adapter_reduction: int = Field(16, description="bottleneck adapter: hidden / this")
+    num_virtual_tokens: int = Field(default=20, description="prefix / prompt tuning length")
+    adapter_reduction: int = Field(default=16, description="bottleneck adapter: hidden / this")
     dtype: Dtype = "bf16"
     quant: Quant = "none"
     double_quant: bool = True
     upcast_non_quantized: bool = Field(
-        True, description="PEFT prepare_model_for_kbit_training casts non-quantized params "
-                          "(embeddings, head, norms) to fp32")
+        default=True,
+        description="PEFT prepare_model_for_kbit_training casts non-quantized params "
+                    "(embeddings, head, norms) to fp32")
     optimizer: Optimizer = "adamw"
     mixed_precision: bool = Field(
-        True, description="16-bit compute with fp32 master weights; False = pure 16-bit")
+        default=True,
+        description="16-bit compute with fp32 master weights; False = pure 16-bit")
     batch_size: int = 1
     seq_len: int = 2048
-    decoder_seq_len: int | None = Field(None, description="target length (encoder-decoder)")
+    decoder_seq_len: int | None = Field(
+        default=None,
+        description="target length (encoder-decoder)")
     grad_accum: int = 1
     grad_checkpointing: bool = True
     flash_attention: bool = True
@@ -46,9 +51,10 @@ class JobSpec(BaseModel):
     offload: Offload = "none"
     chunked_loss: bool = False
     variable_lengths: bool = Field(
-        True, description="batches differ in length (dynamic padding, no packing) and the "
-                          "CUDA cache is kept between steps: the allocator then also holds the "
-                          "loss-buffer segments of an earlier, shorter longest batch")
+        default=True,
+        description="batches differ in length (dynamic padding, no packing) and the CUDA cache"
+                    " is kept between steps: the allocator then also holds the loss-buffer "
+                    "segments of an earlier, shorter longest batch")
 
     @model_validator(mode="before")
     @classmethod
@@ -104,15 +110,17 @@ class JobSpec(BaseModel):
 class MemoryEstimate(BaseModel):
     """Per-GPU memory at the training peak, split into terms that are all live at that peak."""
 
-    peak_gb_per_gpu: float = Field(description="what must fit on the device: allocated + "
-                                               "allocator reserve + CUDA context")
+    peak_gb_per_gpu: float = Field(
+        description="what must fit on the device: allocated + allocator reserve + CUDA context")
     allocated_gb: float = Field(description="tensor memory (torch.cuda.max_memory_allocated)")
     reserved_gb: float = Field(description="allocator pool (torch.cuda.max_memory_reserved)")
     breakdown: dict[str, float] = Field(description="GB per term; sums to peak_gb_per_gpu")
     trainable_params: int
     total_params: int
     host_ram_gb: float = Field(description="CPU RAM for offloaded states, whole machine")
-    fits: bool | None = Field(None, description="peak within the GPU's memory (None: no GPU)")
+    fits: bool | None = Field(
+        default=None,
+        description="peak within the GPU's memory (None: no GPU)")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -124,8 +132,9 @@ class TimeEstimate(BaseModel):
     step_time_s: float = Field(description="one optimizer step (grad_accum micro-batches)")
     hours: float | None = None
     mfu: float = Field(description="model FLOPs utilisation assumed for one GPU")
-    scaling_efficiency: float = Field(description="multi-GPU: compute / (compute + exposed "
-                                                  "communication and offload traffic)")
+    scaling_efficiency: float = Field(
+        description="multi-GPU: compute / (compute + exposed communication and offload "
+                    "traffic)")
     peak_tflops: float
     notes: list[str] = Field(default_factory=list)
 
@@ -137,4 +146,5 @@ class Estimate(BaseModel):
     job: JobSpec
     memory: MemoryEstimate
     time: TimeEstimate | None
+    flops_per_token: float = Field(description="model FLOPs per token (no recompute)")
     notes: list[str] = Field(default_factory=list)

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpuscout.cli.app import app
 from typer.testing import CliRunner
+
+from gpuscout.cli.app import app
 
 runner = CliRunner()
 

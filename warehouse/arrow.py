@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any, Union, get_args, get_origin
 
 import pyarrow as pa
+
 from gpuscout.core.models import Offer
 
 _SCALARS: dict[type, pa.DataType] = {

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+
 from gpuscout.core.errors import DataError
 from gpuscout.warehouse.migrate import migrate
 

@@ -7,18 +7,20 @@ a provider's refresh commits all-or-nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 import pyarrow as pa
+from pydantic import BaseModel
+
 from gpuscout.core.errors import DataError
 from gpuscout.core.models import Reject
 from gpuscout.warehouse.sqlfiles import statement
-from pydantic import BaseModel
 
 
 class OutOfOrderError(DataError):
@@ -33,6 +35,11 @@ class MergeCounts:
     closed: int  # vanished offers closed by a complete refresh
 
 
+# ok: loaded; refused: a gate kept the last good data; failed: fetch or parse failed;
+# skipped: a live fetch lacked its credentials.
+RunStatus = Literal["ok", "refused", "failed", "skipped"]
+
+
 class RunRecord(BaseModel):
     """One row of the refresh run log."""
 
@@ -42,7 +49,7 @@ class RunRecord(BaseModel):
     started_at: datetime
     finished_at: datetime
     duration_s: float
-    status: str
+    status: RunStatus
     complete: bool
     captures: int = 0
     offers_parsed: int = 0
@@ -69,7 +76,7 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: str,
-                 run_id: str, complete: bool, keep_open: Sequence[str] = ()) -> MergeCounts:
+                 run_id: str, complete: bool, keep_open: Iterable[str] = ()) -> MergeCounts:
     """Merge one provider's offers into the change-only history.
 
     `complete` says every page was read; only then are offers that were not seen closed.

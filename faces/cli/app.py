@@ -13,28 +13,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from gpuscout.cli.estimate import (
-    AccumOpt,
-    BatchOpt,
-    CheckpointOpt,
-    ChunkedOpt,
-    ConfigOpt,
-    DoubleQuantOpt,
-    DtypeOpt,
-    FlashOpt,
-    MethodOpt,
-    MixedOpt,
-    ModelOpt,
-    OffloadOpt,
-    OptimizerOpt,
-    PackedOpt,
-    ParamsOpt,
-    QuantOpt,
-    RankOpt,
-    SeqOpt,
-    TargetsOpt,
-    estimate_command,
-)
+
+from gpuscout.cli.db_option import DbOption, remember, warehouse
+from gpuscout.cli.estimate import estimate_command
+from gpuscout.cli.job_options import job_options
 from gpuscout.cli.output import Format
 from gpuscout.cli.report import report_command
 from gpuscout.cli.run_options import (
@@ -50,9 +32,9 @@ from gpuscout.cli.run_options import (
     SpotPolicy,
     StorageGbOpt,
     TokensOpt,
-    run_from_options,
 )
 from gpuscout.core.errors import GpuscoutError, UserInputError
+from gpuscout.sizing.job import Job
 
 app = typer.Typer(
     name="gpuscout",
@@ -67,14 +49,20 @@ app.add_typer(gpus_app, name="gpus")
 app.command("estimate")(estimate_command)
 app.command("report")(report_command)
 
-DbOption = Annotated[Path | None, typer.Option(
-    "--db", help="warehouse file [default: $GPUSCOUT_DB, else a per-user data dir]")]
 FormatOption = Annotated[Format, typer.Option("--format", help="output format")]
 
 
+@app.callback()
+def root(db: DbOption = None) -> None:
+    """GPU cloud offers, their price history, and which one runs your fine-tuning job best."""
+    remember(db)
+
+
 def _db(db: Path | None) -> Path:
-    if db is not None:
-        return db
+    """The warehouse a reading command opens: --db (either place), $GPUSCOUT_DB, per-user."""
+    given = warehouse(db)
+    if given is not None:
+        return given
     from gpuscout.pipeline.settings import Settings
 
     return Settings().db
@@ -102,23 +90,17 @@ def refresh(
     format: FormatOption = Format.table,
 ) -> None:
     """Fetch offers, normalize them and merge them into the warehouse's price history."""
+    from gpuscout.api import refresh as run_refresh
     from gpuscout.cli.refresh_view import progress_display, report_table
-    from gpuscout.pipeline.refresh import Source
-    from gpuscout.pipeline.refresh import refresh as run_refresh
 
-    if offline and replay:
-        raise UserInputError("--offline and --replay are exclusive: --offline replays the "
-                             "bundled snapshots")
-    if replay is not None and not replay.is_dir():
-        raise UserInputError(f"--replay {replay}: no such archive directory")
-    source = (Source.offline(record) if offline else
-              Source("replay", replay, record) if replay else Source("live", None, record))
     with progress_display(enabled=format is Format.table) as hook:
-        report = run_refresh(provider, db=_db(db), source=source, progress=hook)
+        report = run_refresh(db=warehouse(db), providers=provider, offline=offline, replay=replay,
+                             record=record, progress=hook)
     if format is Format.table:
         report_table(report)
     else:
         import pyarrow as pa
+
         from gpuscout.cli.output import render
 
         render(pa.Table.from_pylist([r.model_dump() for r in report.providers]), format)
@@ -150,30 +132,24 @@ def offers(
     format: FormatOption = Format.table,
 ) -> None:
     """Current offers from the warehouse, cheapest first."""
+    from gpuscout.api import offers_table
     from gpuscout.cli.output import render
-    from gpuscout.warehouse.connection import connect
-    from gpuscout.warehouse.queries import run_named
 
-    params = {
-        "gpu": gpu, "min_vram": min_vram, "max_price": max_price,
-        "pricing_model": None if spot is None else ("spot" if spot else "on_demand"),
-        "providers": provider or None, "region": region, "sort": sort.value, "limit": limit,
-    }
-    with connect(_db(db), read_only=True) as con:
-        table = run_named(con, "offers", params)
+    table = offers_table(db=_db(db), gpu=gpu, min_vram=min_vram, max_price=max_price, spot=spot,
+                         providers=provider, region=region, sort=sort.value, limit=limit)
     if format is Format.table:
         shown = {"provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
                  "interconnect": "link", "pricing_model": "pricing",
                  "price_usd_per_gpu_hour": "$/gpu-h", "price_usd_per_hour": "$/h",
                  "region": "region", "availability": "avail", "interruption": "interrupt",
                  "observed_at": "observed", "stale": "stale"}
-        import pyarrow.compute as pc
+        import pyarrow as pa
 
         # An unknown GPU shows the provider's label rather than an empty cell.
-        gpu = pc.if_else(pc.is_null(table["gpu_id"]),
-                         pc.binary_join_element_wise("? ", table["gpu_label"], ""),
-                         table["gpu_id"])
-        table = table.set_column(table.schema.get_field_index("gpu_id"), "gpu_id", gpu)
+        labels = [g if g is not None else f"? {label}" for g, label in
+                  zip(table["gpu_id"].to_pylist(), table["gpu_label"].to_pylist(), strict=True)]
+        table = table.set_column(table.schema.get_field_index("gpu_id"), "gpu_id",
+                                 pa.array(labels, pa.string()))
         table = table.select(list(shown)).rename_columns(list(shown.values()))
     render(table, format, title=f"{table.num_rows} current offers")
 
@@ -182,16 +158,42 @@ def offers(
 def sql(
     query: Annotated[str, typer.Argument(help="SQL over the views current_offers, "
                                               "offer_history, gpus, refresh_runs, ...")],
+    allow_files: Annotated[bool, typer.Option(
+        "--allow-files", help="let the SQL read and write files (COPY, read_csv, ATTACH)",
+    )] = False,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
-    """Run read-only SQL against the warehouse."""
+    """Run read-only SQL against the warehouse: it reads the warehouse and nothing else."""
+    from gpuscout.api import sql as run_sql
     from gpuscout.cli.output import render
-    from gpuscout.warehouse.connection import connect
-    from gpuscout.warehouse.queries import run_sql
 
-    with connect(_db(db), read_only=True) as con:
-        render(run_sql(con, query), format)
+    render(run_sql(query, db=_db(db), allow_files=allow_files), format)
+
+
+class ExportFormat(StrEnum):
+    parquet = "parquet"
+    csv = "csv"
+
+
+@app.command()
+def export(
+    views: Annotated[list[str] | None, typer.Argument(
+        help="views to export: current_offers, offer_history, gpus, refresh_runs, ...")] = None,
+    all_views: Annotated[bool, typer.Option("--all", help="every view")] = False,
+    to: Annotated[Path, typer.Option("--to", help="directory for <view>.<format> files",
+                                     file_okay=False)] = Path("export"),
+    format: Annotated[ExportFormat, typer.Option("--format")] = ExportFormat.parquet,
+    db: DbOption = None,
+) -> None:
+    """Write views as Parquet or CSV files, for pandas, polars, Spark or another DuckDB."""
+    from gpuscout.api import export as run_export
+
+    if bool(views) == all_views:
+        raise UserInputError("name the views to export, or give --all")
+    for path in run_export(None if all_views else views, db=_db(db), to=to,
+                           format=format.value):
+        typer.echo(str(path))
 
 
 @app.command()
@@ -202,6 +204,7 @@ def providers(
     """Every provider: offers, source kind (api/html), last successful refresh, staleness,
     unknown GPU labels. Registered providers never refreshed into this warehouse show too."""
     import pyarrow as pa
+
     from gpuscout.adapters.registry import PROVIDERS, get_adapter
     from gpuscout.cli.output import render
     from gpuscout.warehouse.connection import connect
@@ -242,14 +245,9 @@ class TableOrJson(StrEnum):
 
 
 @app.command()
+@job_options(exclude=("gpus", "sharding"))
 def recommend(
-    model: ModelOpt = None, config: ConfigOpt = None, params: ParamsOpt = None,
-    method: MethodOpt = "lora", lora_rank: RankOpt = 16, lora_targets: TargetsOpt = "qv",
-    dtype: DtypeOpt = "bf16", quant: QuantOpt = "none", double_quant: DoubleQuantOpt = True,
-    optimizer: OptimizerOpt = "adamw", mixed_precision: MixedOpt = True,
-    batch_size: BatchOpt = 1, seq_len: SeqOpt = 2048, grad_accum: AccumOpt = 1,
-    grad_checkpointing: CheckpointOpt = True, flash_attention: FlashOpt = True,
-    chunked_loss: ChunkedOpt = False, packed: PackedOpt = False, offload: OffloadOpt = "none",
+    job: Job,
     tokens: TokensOpt = None, dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
     objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
     spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = 30.0,
@@ -265,26 +263,18 @@ def recommend(
     The parallelism is chosen per offer (one GPU, DDP, ZeRO-2 or ZeRO-3 over its GPUs, more
     nodes only on a fast fabric), so --gpus/--sharding of `estimate` do not apply here.
     """
+    from gpuscout.api import recommend as run_recommend
     from gpuscout.cli.recommend_view import print_recommendation
-    from gpuscout.pipeline.recommend import recommend as run_recommend
-    from gpuscout.warehouse.connection import connect
 
-    arch, job, request, warnings = run_from_options(
-        model=model, config=config, params=params, method=method, lora_rank=lora_rank,
-        lora_targets=lora_targets, dtype=dtype, quant=quant, double_quant=double_quant,
-        optimizer=optimizer, mixed_precision=mixed_precision, batch_size=batch_size,
-        seq_len=seq_len, grad_accum=grad_accum, grad_checkpointing=grad_checkpointing,
-        flash_attention=flash_attention, chunked_loss=chunked_loss, packed=packed,
-        offload=offload, tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
-        objective=objective, max_hours=max_hours, spot=spot, checkpoint_every=checkpoint_every,
-        storage_gb=storage_gb, provider=provider, region=region, limit=limit)
-    with connect(_db(db), read_only=True) as con:
-        result = run_recommend(con, arch, job, request)
+    result = run_recommend(
+        job, db=warehouse(db), tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
+        objective=objective.value, spot=spot.value, max_hours=max_hours,
+        checkpoint_every_min=checkpoint_every, storage_gb=storage_gb, providers=provider,
+        region=region, limit=limit)
     if format is TableOrJson.json:
-        typer.echo(json.dumps({**result.model_dump(mode="json"), "warnings": warnings},
-                              indent=1, default=str))
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1, default=str))
     else:
-        print_recommendation(result, explain=explain, warnings=warnings)
+        print_recommendation(result, explain=explain)
 
 
 @gpus_app.callback()
@@ -296,6 +286,7 @@ def gpus(
     if ctx.invoked_subcommand is not None:
         return
     import pyarrow as pa
+
     from gpuscout.cli.output import render
     from gpuscout.core.catalog import load_catalog
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from gpuscout.cli.output import console as make_console
-from gpuscout.pipeline.recommend import Recommendation
+from gpuscout.pipeline.recommend import RankedOffer, Recommendation
 
 
-def _shape(row: dict) -> str:
-    shape = f"{row['gpu_id']} ×{row['gpus_per_node']}"
-    return shape + (f" ×{row['nodes']} nodes" if row["nodes"] > 1 else "")
+def _shape(row: RankedOffer) -> str:
+    shape = f"{row.gpu_id} ×{row.gpus_per_node}"
+    return shape + (f" ×{row.nodes} nodes" if row.nodes > 1 else "")
 
 
-def print_recommendation(rec: Recommendation, *, explain: bool, warnings: list[str]) -> None:
+def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
     from rich.table import Table
 
     out = make_console()
@@ -22,15 +22,15 @@ def print_recommendation(rec: Recommendation, *, explain: bool, warnings: list[s
                 "why"):
         table.add_column(col, overflow="fold")
     for i, row in enumerate(rec.ranked, 1):
-        table.add_row(str(i), row["provider"], _shape(row), row["pricing_model"],
-                      f"{row['price_usd_per_hour']:.2f}", f"{row['expected_hours']:.2f}",
-                      f"{row['billed_hours']:.2f}", f"{row['total_usd']:.2f}",
-                      "\n".join(row["reasons"]))
+        table.add_row(str(i), row.provider, _shape(row), row.pricing_model,
+                      f"{row.price_usd_per_hour:.2f}", f"{row.expected_hours:.2f}",
+                      f"{row.billed_hours:.2f}", f"{row.total_usd:.2f}",
+                      "\n".join(row.reasons))
     out.print(table)
     out.print(f"storage {rec.storage_gb:.1f} GB during the run, checkpoints "
               f"{rec.checkpoint_gb:.2f} GB, final weights {rec.egress_gb:.2f} GB; "
               f"{rec.shapes_evaluated} machine shapes sized", highlight=False)
-    for w in warnings:
+    for w in rec.warnings:
         out.print(f"- {w}", highlight=False)
     if not rec.ranked:
         out.print("[red]no offer can run this job[/red]: see --explain")
@@ -39,6 +39,6 @@ def print_recommendation(rec: Recommendation, *, explain: bool, warnings: list[s
         for col in ("provider", "offer", "$/h", "why not"):
             rejected.add_column(col, overflow="fold")
         for row in rec.rejected_cheaper:
-            rejected.add_row(row["provider"], row["offer_key"],
-                             f"{row['price_usd_per_hour']:.2f}", row["rejected_because"])
+            rejected.add_row(row.provider, row.offer_key,
+                             f"{row.price_usd_per_hour:.2f}", row.rejected_because)
         out.print(rejected)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 from gpuscout.cli.output import console as make_console
 from gpuscout.pipeline.refresh import ProgressHook, RunReport
 from gpuscout.warehouse.load import RunRecord
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 _STYLE = {"ok": "green", "failed": "red", "refused": "yellow", "skipped": "dim"}
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
+
 from gpuscout.adapters import aws
 from gpuscout.adapters.archive import Capture, ReplayTransport, load_captures
 from gpuscout.adapters.http import HttpClient
@@ -17,7 +19,6 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, Unknown, load_catalog
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import NetworkFabric, ParsedOffer, ParseResult, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 SNAP = SNAPSHOTS_DIR / "aws"
 FIX = FIXTURES / "aws"
@@ -179,12 +180,6 @@ def test_a_size_without_a_linux_spot_price_is_rejected() -> None:
                           '"linux","prices":{"USD":"N/A*"}}')
     rejects = {r.offer_key: r.reason for r in aws.parse([spot]).rejects}
     assert rejects["us-east-1|p3.2xlarge|spot"] == "no Linux spot price ('N/A*')"
-
-
-def test_the_legacy_jsonp_wrapper_is_accepted() -> None:
-    plain = load_capture(SNAP, SPOT)
-    wrapped = plain.model_copy(update={"body": b"callback(" + plain.body + b");"})
-    assert aws.parse([wrapped]).offers == aws.parse([plain]).offers
 
 
 def test_without_spot_advisor_the_offers_stay_and_carry_no_band() -> None:

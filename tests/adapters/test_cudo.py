@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
+from invariants import OfferInvariants, load_capture
+
 from gpuscout.adapters import cudo
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
@@ -15,7 +17,6 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, Unknown, load_catalog
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
-from invariants import OfferInvariants, load_capture
 
 SNAP = SNAPSHOTS_DIR / "cudo"
 FILE = "gpuhunt_fixture_vm_machine_types.json"

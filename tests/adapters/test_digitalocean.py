@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
+import httpx
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
+
 from gpuscout.adapters import digitalocean
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, Unknown, load_catalog
-from gpuscout.core.errors import ParseError
+from gpuscout.core.errors import FetchError, ParseError
 from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 SNAP = SNAPSHOTS_DIR / "digitalocean"
 FIX = FIXTURES / "digitalocean"
@@ -204,3 +207,78 @@ def test_offline_fetch_serves_the_bundled_page() -> None:
     assert captures[0].url == URL
     assert captures[0].fetched_at == datetime(2025, 7, 7, 23, 19, 29, tzinfo=UTC)
     assert len(digitalocean.parse(captures).offers) == 7
+
+
+# -- fetch with a token: the API ---------------------------------------------------------------
+
+TOKEN = {"DIGITALOCEAN_TOKEN": "dop_v1_SECRET_TOKEN"}
+SIZES_URL = "https://api.digitalocean.com/v2/sizes"
+
+
+class _Seen(httpx.BaseTransport):
+    """Passes requests on to another transport and keeps them."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.requests: list[httpx.Request] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return self.inner.handle_request(request)
+
+
+@pytest.mark.parametrize("archive", [SNAPSHOTS_DIR, FIXTURES], ids=["snapshots", "fixtures"])
+def test_fetch_with_a_token_replays_the_recorded_sizes(archive: Path) -> None:
+    transport = _Seen(ReplayTransport(archive))
+    with HttpClient("digitalocean", transport=transport,
+                    secrets=tuple(TOKEN.values())) as client:
+        captures = digitalocean.fetch(client, TOKEN)
+    assert [(r.method, str(r.url)) for r in transport.requests] == [("GET", SIZES_URL)]
+    assert transport.requests[0].headers["authorization"] == "Bearer dop_v1_SECRET_TOKEN"
+    assert [c.body for c in captures] == [(FIX / SIZES).read_bytes()]
+    assert captures[0].url == SIZES_URL
+    assert captures[0].fetched_at == datetime(2025, 8, 29, tzinfo=UTC)
+    assert "SECRET" not in captures[0].model_dump_json()
+    result = digitalocean.parse(captures)
+    assert result.rejects == []
+    assert {o.offer_key: o.price_per_hour for o in result.offers} == {
+        "gpu-h100x8-640gb|nyc1|on_demand": 23.92, "gpu-mi300x8-1536gb|nyc1|on_demand": 15.92}
+
+
+def _paged(next_links: dict[str, str | None], seen: list[httpx.Request]) -> httpx.MockTransport:
+    """The recorded sizes body on every page, with `links.pages.next` set per page URL (the
+    recorded body has one page and `"links": {}`)."""
+    doc = json.loads((FIX / SIZES).read_bytes())
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        link = next_links[str(request.url)]
+        return httpx.Response(200, json={**doc, "links": {"pages": {"next": link}} if link
+                                         else {}})
+    return httpx.MockTransport(handler)
+
+
+def test_fetch_follows_every_next_page_with_the_token() -> None:
+    page2 = f"{SIZES_URL}?page=2&per_page=20"
+    seen: list[httpx.Request] = []
+    with HttpClient("digitalocean", transport=_paged({SIZES_URL: page2, page2: None}, seen),
+                    secrets=tuple(TOKEN.values())) as client:
+        captures = digitalocean.fetch(client, TOKEN)
+    assert [str(r.url) for r in seen] == [SIZES_URL, page2]
+    assert {r.headers["authorization"] for r in seen} == {"Bearer dop_v1_SECRET_TOKEN"}
+    assert [c.url for c in captures] == [SIZES_URL, page2]
+    assert len(digitalocean.parse(captures).offers) == 2  # the same sizes twice: newest wins
+
+
+@pytest.mark.parametrize(("link", "message"), [
+    (SIZES_URL, "loops"),
+    ("https://api.digitalocean.com.example/v2/sizes?page=2", "leaves api.digitalocean.com"),
+])
+def test_a_next_link_that_loops_or_leaves_the_api_is_a_fetch_error(link: str,
+                                                                   message: str) -> None:
+    seen: list[httpx.Request] = []
+    with (HttpClient("digitalocean", transport=_paged({SIZES_URL: link}, seen)) as client,
+          pytest.raises(FetchError, match=message)):
+        digitalocean.fetch(client, TOKEN)
+    assert [str(r.url) for r in seen] == [SIZES_URL]  # the token went nowhere else
+

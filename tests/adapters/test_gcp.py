@@ -8,6 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+from selectolax.lexbor import LexborHTMLParser
+
 from gpuscout.adapters import gcp
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
@@ -15,8 +18,6 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, load_catalog
 from gpuscout.core.errors import FetchError, MissingCredentialsError, ParseError
 from gpuscout.core.models import ParsedOffer, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture
-from selectolax.lexbor import LexborHTMLParser
 
 SNAP = SNAPSHOTS_DIR / "gcp"
 FIX = FIXTURES / "gcp"

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
+
 from gpuscout.adapters.archive import ArchiveWriter, Capture, ReplayTransport, read_manifest
 from gpuscout.adapters.http import MAX_ATTEMPTS, USER_AGENT, HttpClient
 from gpuscout.core.errors import FetchError

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+
 from gpuscout.adapters import jarvislabs
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
@@ -16,7 +18,6 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.errors import MissingCredentialsError, ParseError
 from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture
 
 SNAP = SNAPSHOTS_DIR / "jarvislabs"
 FIX = FIXTURES / "jarvislabs"

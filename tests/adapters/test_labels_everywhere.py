@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from gpuscout.core.catalog import load_catalog
 from gpuscout.pipeline.refresh import Source, refresh
 from gpuscout.warehouse.connection import connect

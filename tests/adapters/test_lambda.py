@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from invariants import OfferInvariants, load_capture, with_replaced
+
 from gpuscout.adapters import lambdalabs
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import ParsedOffer, ParseResult, PriceKind, PricingModel
-from invariants import OfferInvariants, load_capture, with_replaced
 
 SNAP = SNAPSHOTS_DIR / "lambda"
 PAGE_2026 = "lambda_20260109103934.html"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
+
 from gpuscout.adapters import nebius
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
@@ -12,7 +14,6 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, Unknown, load_catalog
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import Interconnect, ParsedOffer, ParseResult, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 SNAP = SNAPSHOTS_DIR / "nebius"
 PAGE = "nebius_20260712235400.html"

@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+
 from gpuscout.adapters import oci
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
@@ -15,7 +17,6 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, Unknown, load_catalog
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import ParsedOffer, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture
 
 SNAP = SNAPSHOTS_DIR / "oci"
 FIX = FIXTURES / "oci"

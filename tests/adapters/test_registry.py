@@ -6,6 +6,7 @@ import importlib
 from pathlib import Path
 
 import pytest
+
 from gpuscout.adapters import registry
 from gpuscout.adapters.archive import read_manifest, sha256
 from gpuscout.adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
@@ -19,7 +20,7 @@ TESTS_DIR = Path(__file__).parent
 def _modules_with_parse() -> list[str]:
     names = []
     for path in sorted(ADAPTERS_DIR.glob("*.py")):
-        module = importlib.import_module(f"adapters.{path.stem}")
+        module = importlib.import_module(f"gpuscout.adapters.{path.stem}")
         if callable(getattr(module, "parse", None)):
             names.append(path.stem)
     return names

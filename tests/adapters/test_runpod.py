@@ -8,13 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+
 from gpuscout.adapters import runpod
-from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.archive import Capture, ReplayTransport, read_manifest, sha256
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
-from gpuscout.core.errors import ParseError
+from gpuscout.core.errors import FetchError, ParseError
 from gpuscout.core.models import ParsedOffer, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture
 
 SNAP = SNAPSHOTS_DIR / "runpod"
 FIX = FIXTURES / "runpod"
@@ -22,6 +23,8 @@ JUMBO = "gpu_types_list_jumbo2020_2025-06-21.json"
 ONIQ = "gpu_types_lowestprice_oniq_2026-08-25.json"
 FIVE_FIELDS = "graphql_gpu_types_5fields_ewyluda_d789fed.json"
 DOCS = "docs_example_gpu_type_by_id_lowestprice.json"
+JSON_LD = "runpod_20260810082317.html"  # pricing pages: kept as label evidence, not parsed
+NEXT_DATA = "runpod_20230929070808.html"
 H100 = "NVIDIA H100 80GB HBM3"
 
 
@@ -198,3 +201,26 @@ def test_fetch_sends_the_query_and_a_key_only_when_set(creds: dict[str, str]) ->
         assert "authorization" not in seen[0].headers
     assert "SECRET" not in captures[0].model_dump_json()
     assert runpod.parse(captures).offers == []
+
+
+def test_fixtures_match_their_manifest() -> None:
+    entries = {e.file: e for e in read_manifest(FIX)}
+    for file, url in ((JSON_LD, "https://www.runpod.io/pricing"),
+                      (NEXT_DATA, "https://www.runpod.io/gpu-instance/pricing")):
+        assert sha256((FIX / file).read_bytes()) == entries[file].sha256
+        assert entries[file].url == url
+    assert {"gpu_types_lowestprice_oniq_2026-08-25.json", FIVE_FIELDS,
+            "docs_example_gpu_type_by_id_lowestprice.json"} <= set(entries)
+
+
+def test_fetch_never_falls_back_to_the_pricing_page() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(503)
+
+    with (HttpClient("runpod", transport=httpx.MockTransport(handler),
+                     sleep=lambda _: None) as client, pytest.raises(FetchError)):
+        runpod.fetch(client, {})
+    assert seen and {(r.method, str(r.url)) for r in seen} == {("POST", runpod.GRAPHQL_URL)}

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
+
 from gpuscout.adapters import archive
 from gpuscout.adapters.archive import ArchiveWriter, Capture, ReplayTransport, read_manifest
 from gpuscout.adapters.http import MAX_ATTEMPTS, HttpClient

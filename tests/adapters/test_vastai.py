@@ -8,13 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
+from invariants import FIXTURES, OfferInvariants, load_capture
+
 from gpuscout.adapters import vastai
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
-from invariants import FIXTURES, OfferInvariants, load_capture
 
 SNAP = SNAPSHOTS_DIR / "vastai"
 FIX = FIXTURES / "vastai"

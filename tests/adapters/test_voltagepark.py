@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from invariants import OfferInvariants, load_capture
+
 from gpuscout.adapters import voltagepark
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
@@ -19,7 +21,6 @@ from gpuscout.core.models import (
     PriceKind,
     PricingModel,
 )
-from invariants import OfferInvariants, load_capture
 
 SNAP = SNAPSHOTS_DIR / "voltagepark"
 PAGE = "voltagepark_20250712040631.html"

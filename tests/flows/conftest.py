@@ -17,5 +17,5 @@ prefect_testing = pytest.importorskip("prefect.testing.utilities")
 
 @pytest.fixture(autouse=True, scope="session")
 def prefect_harness() -> Iterator[None]:
-    with prefect_testing.prefect_test_harness(server_startup_timeout=120):
+    with prefect_testing.prefect_test_harness(server_startup_timeout=300):
         yield

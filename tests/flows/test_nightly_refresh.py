@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from gpuscout.core.errors import FetchError, ParseError
 from gpuscout.flows import refresh as flow_mod
 from gpuscout.flows.deploy import NIGHTLY_CRON, nightly_schedule
@@ -104,7 +105,8 @@ def test_parse_error_is_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_flow_calls_the_same_functions_as_the_cli() -> None:
     assert flow_mod.collect is pipeline_refresh.collect
-    assert flow_mod.load is pipeline_refresh.load
+    # loads, the writer lock, USD rates and the status are refresh()'s, as for the CLI
+    assert flow_mod.refresh is pipeline_refresh.refresh
 
 
 def test_schedule_is_nightly_cron_with_parameters() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 
 import pytest
+
 from gpuscout.core.catalog import (
     ALIASES_CSV,
     GPUS_CSV,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pytest
+
 from gpuscout.adapters.archive import Capture, ReplayTransport, load_captures
 from gpuscout.adapters.fx import ECB_DAILY_URL, FX_SOURCE, FxTable, fetch_rates, parse_rates
 from gpuscout.adapters.http import HttpClient

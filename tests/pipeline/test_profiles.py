@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
 from gpuscout.core.errors import DataError
 from gpuscout.pipeline.profiles import (
     COLUMNS,

@@ -9,22 +9,19 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from gpuscout.cli.estimate import job_from_options
+from offer_factory import make_offer
+
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.errors import UserInputError
 from gpuscout.core.models import Interconnect, PricingModel
-from gpuscout.pipeline.recommend import (
-    CHECKPOINT_WRITE_GBPS,
-    RESTART_S,
-    RecommendRequest,
-    recommend,
-    tokens_from_options,
-)
+from gpuscout.pipeline.recommend import RecommendRequest, recommend, tokens_from_options
+from gpuscout.pipeline.recommend.rank import CHECKPOINT_WRITE_GBPS
+from gpuscout.pipeline.recommend.request import RESTART_S
+from gpuscout.sizing.job import Job
 from gpuscout.sizing.plan import NodeShape, plan_node
 from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.load import merge_offers, replace_provider_profiles, transaction
-from offer_factory import make_offer
 
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
 CAT = load_catalog()
@@ -55,7 +52,7 @@ def db(tmp_path: Path) -> Iterator[Path]:
 
 def _recommend(db: Path, model: str, method: str, tokens: int, *, batch_size: int = 1,
                **req):
-    arch, job, _ = job_from_options(model=model, method=method, batch_size=batch_size)
+    arch, job, _ = Job(model=model, method=method, batch_size=batch_size).resolve()
     with connect(db, read_only=True) as con:
         return recommend(con, arch, job, RecommendRequest(tokens=tokens, now=NOW, **req))
 
@@ -75,17 +72,17 @@ def test_70b_full_never_gets_a_single_gpu_and_nvlink_beats_pcie(db: Path) -> Non
     _warehouse(db, offers, [PER_SECOND])
     rec = _recommend(db, "meta-llama/Llama-3.1-70B", "full", 10**8)
     assert rec.ranked, "an 8x B200 node holds a 70B full fine-tune with ZeRO-3"
-    assert all(r["gpus_per_node"] * r["nodes"] > 1 for r in rec.ranked)
-    singles = {r["offer_key"]: r["rejected_because"] for r in rec.rejected_cheaper}
+    assert all(r.gpus_per_node * r.nodes > 1 for r in rec.ranked)
+    singles = {r.offer_key: r.rejected_because for r in rec.rejected_cheaper}
     assert singles["1x-h200"].startswith("memory wall")
     # equal price, same A100 chips: the NVSwitch node finishes sooner, so it ranks higher
     rec13 = _recommend(db, "meta-llama/Llama-2-13b-hf", "full", 10**8, objective="time")
-    order = [r["offer_key"] for r in rec13.ranked]
+    order = [r.offer_key for r in rec13.ranked]
     assert order.index("8x-a100-sxm") < order.index("8x-a100-pcie")
-    by_key = {r["offer_key"]: r for r in rec13.ranked}
-    assert by_key["8x-a100-sxm"]["expected_hours"] < by_key["8x-a100-pcie"]["expected_hours"]
-    assert by_key["8x-a100-sxm"]["total_usd"] < by_key["8x-a100-pcie"]["total_usd"]
-    assert any("PCIe between GPUs" in reason for reason in by_key["8x-a100-pcie"]["reasons"])
+    by_key = {r.offer_key: r for r in rec13.ranked}
+    assert by_key["8x-a100-sxm"].expected_hours < by_key["8x-a100-pcie"].expected_hours
+    assert by_key["8x-a100-sxm"].total_usd < by_key["8x-a100-pcie"].total_usd
+    assert any("PCIe between GPUs" in reason for reason in by_key["8x-a100-pcie"].reasons)
 
 
 def test_7b_qlora_ranks_a_single_24_to_48_gb_card_first_on_cost(db: Path) -> None:
@@ -102,19 +99,19 @@ def test_7b_qlora_ranks_a_single_24_to_48_gb_card_first_on_cost(db: Path) -> Non
     _warehouse(db, offers, [PER_SECOND])
     rec = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", 10**8)
     first = rec.ranked[0]
-    assert first["gpus_per_node"] == 1 and 24 <= CAT.gpu(first["gpu_id"]).vram_gb <= 48
-    assert first["offer_key"] == "1x-4090"
-    totals = [r["total_usd"] for r in rec.ranked]
+    assert first.gpus_per_node == 1 and 24 <= CAT.gpu(first.gpu_id).vram_gb <= 48
+    assert first.offer_key == "1x-4090"
+    totals = [r.total_usd for r in rec.ranked]
     assert totals == sorted(totals)
-    by = {r["offer_key"]: r for r in rec.ranked}
+    by = {r.offer_key: r for r in rec.ranked}
     # the 16 GB T4 holds the job too, but it is slow enough (fp16 on Turing) to cost more
-    assert by["1x-t4"]["total_usd"] > first["total_usd"]
-    assert by["1x-t4"]["expected_hours"] > 2 * first["expected_hours"]
-    assert by["8x-h100"]["total_usd"] > first["total_usd"]
+    assert by["1x-t4"].total_usd > first.total_usd
+    assert by["1x-t4"].expected_hours > 2 * first.expected_hours
+    assert by["8x-h100"].total_usd > first.total_usd
 
 
 def test_per_second_billing_beats_per_hour_on_a_20_minute_job(db: Path) -> None:
-    arch, job, _ = job_from_options(model="mistralai/Mistral-7B-v0.1", method="qlora")
+    arch, job, _ = Job(model="mistralai/Mistral-7B-v0.1", method="qlora").resolve()
     gpu = CAT.gpu("h100-sxm-80gb")
     per_token_h = plan_node(arch, job, gpu, NodeShape(gpu_id=gpu.canonical_id,
                                                       gpus_per_node=1), 10**7).hours / 10**7
@@ -123,16 +120,16 @@ def test_per_second_billing_beats_per_hour_on_a_20_minute_job(db: Path) -> None:
               _offer("perhour", "h100", "h100-sxm-80gb", 1, 2.50)]
     _warehouse(db, offers, [PER_SECOND, PER_HOUR])
     rec = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", tokens, checkpoint_every_min=60)
-    by = {r["provider"]: r for r in rec.ranked}
-    hours = by["persec"]["expected_hours"]
+    by = {r.provider: r for r in rec.ranked}
+    hours = by["persec"].expected_hours
     assert 0.3 < hours < 0.4
-    assert by["persec"]["billed_hours"] == pytest.approx(hours, abs=1e-3)
-    assert by["perhour"]["billed_hours"] == 1.0
-    assert by["persec"]["compute_usd"] == pytest.approx(3.00 * hours, abs=0.01)
-    assert by["perhour"]["compute_usd"] == pytest.approx(2.50, abs=0.01)
+    assert by["persec"].billed_hours == pytest.approx(hours, abs=1e-3)
+    assert by["perhour"].billed_hours == 1.0
+    assert by["persec"].compute_usd == pytest.approx(3.00 * hours, abs=0.01)
+    assert by["perhour"].compute_usd == pytest.approx(2.50, abs=0.01)
     # cheaper by the hour, dearer for the run: per-second billing ranks first
-    assert [r["provider"] for r in rec.ranked] == ["persec", "perhour"]
-    assert any(r.startswith("pays 1.00 h") for r in by["perhour"]["reasons"])
+    assert [r.provider for r in rec.ranked] == ["persec", "perhour"]
+    assert any(r.startswith("pays 1.00 h") for r in by["perhour"].reasons)
 
 
 def test_spot_prefer_with_checkpoints_follows_the_interruption_model(db: Path) -> None:
@@ -148,27 +145,27 @@ def test_spot_prefer_with_checkpoints_follows_the_interruption_model(db: Path) -
                        checkpoint_every_min=30, storage_gb=0)
     forbid = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", tokens, spot="forbid",
                         checkpoint_every_min=30, storage_gb=0)
-    assert prefer.ranked[0]["pricing_model"] == "spot"
-    assert [r["pricing_model"] for r in forbid.ranked] == ["on_demand"]
-    spot = next(r for r in allow.ranked if r["pricing_model"] == "spot")
-    od = next(r for r in allow.ranked if r["pricing_model"] == "on_demand")
+    assert prefer.ranked[0].pricing_model == "spot"
+    assert [r.pricing_model for r in forbid.ranked] == ["on_demand"]
+    spot = next(r for r in allow.ranked if r.pricing_model == "spot")
+    od = next(r for r in allow.ranked if r.pricing_model == "on_demand")
     # the model by hand: checkpoint pauses, then lost half-intervals and restarts
     lam = -math.log(1 - 0.25) / 730 / 3600  # per second, AWS band ">20%" midpoint
     c = 30 * 60
-    run = od["compute_hours"] * 3600 * (1 + prefer.checkpoint_gb / CHECKPOINT_WRITE_GBPS / c)
+    run = od.compute_hours * 3600 * (1 + prefer.checkpoint_gb / CHECKPOINT_WRITE_GBPS / c)
     expected = run / (1 - lam * (c / 2 + RESTART_S))
-    assert spot["expected_hours"] == pytest.approx(expected / 3600, abs=2e-3)
-    assert od["expected_hours"] == pytest.approx(run / 3600, abs=2e-3)
-    assert spot["expected_hours"] > od["expected_hours"]
-    assert spot["total_usd"] == pytest.approx(1.90 * expected / 3600, abs=0.02)
-    assert spot["expected_interruptions"] == pytest.approx(lam * expected, abs=0.01)
+    assert spot.expected_hours == pytest.approx(expected / 3600, abs=2e-3)
+    assert od.expected_hours == pytest.approx(run / 3600, abs=2e-3)
+    assert spot.expected_hours > od.expected_hours
+    assert spot.total_usd == pytest.approx(1.90 * expected / 3600, abs=0.02)
+    assert spot.expected_interruptions == pytest.approx(lam * expected, abs=0.01)
     # a shorter checkpoint interval loses less work per interruption
     short = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", tokens, spot="prefer",
                        checkpoint_every_min=5, storage_gb=0)
-    s5 = next(r for r in short.ranked if r["pricing_model"] == "spot")
-    lost30 = spot["expected_hours"] - od["expected_hours"]
-    od5 = next(r for r in short.ranked if r["pricing_model"] == "on_demand")
-    assert s5["expected_hours"] - od5["expected_hours"] < lost30
+    s5 = next(r for r in short.ranked if r.pricing_model == "spot")
+    lost30 = spot.expected_hours - od.expected_hours
+    od5 = next(r for r in short.ranked if r.pricing_model == "on_demand")
+    assert s5.expected_hours - od5.expected_hours < lost30
 
 
 def test_max_hours_rejects_and_explains(db: Path) -> None:
@@ -176,16 +173,16 @@ def test_max_hours_rejects_and_explains(db: Path) -> None:
               _offer("persec", "h100", "h100-sxm-80gb", 1, 2.99)]
     _warehouse(db, offers, [PER_SECOND])
     rec = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", 10**8, max_hours=20)
-    assert [r["offer_key"] for r in rec.ranked] == ["h100"]
-    assert "over --max-hours 20.0" in rec.rejected_cheaper[0]["rejected_because"]
+    assert [r.offer_key for r in rec.ranked] == ["h100"]
+    assert "over --max-hours 20.0" in rec.rejected_cheaper[0].rejected_because
 
 
 def test_unknown_billing_is_assumed_hourly_and_said(db: Path) -> None:
     _warehouse(db, [_offer("mystery", "h100", "h100-sxm-80gb", 1, 2.0)],
                [{"provider": "mystery"}])
     (row,) = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", 10**7).ranked
-    assert "billing granularity unknown: assumed hourly" in row["reasons"]
-    assert row["billed_hours"] == math.ceil(row["expected_hours"])
+    assert "billing granularity unknown: assumed hourly" in row.reasons
+    assert row.billed_hours == math.ceil(row.expected_hours)
 
 
 def test_storage_and_egress_are_priced_from_the_profile(db: Path) -> None:
@@ -193,9 +190,9 @@ def test_storage_and_egress_are_priced_from_the_profile(db: Path) -> None:
     _warehouse(db, [_offer("persec", "h100", "h100-sxm-80gb", 1, 2.0)], [profile])
     rec = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", 10**8, storage_gb=100)
     (row,) = rec.ranked
-    assert row["storage_usd"] == pytest.approx(100 * 0.10 * row["expected_hours"] / 730,
+    assert row.storage_usd == pytest.approx(100 * 0.10 * row.expected_hours / 730,
                                                abs=0.01)
-    assert row["egress_usd"] == pytest.approx(rec.egress_gb * 0.09, abs=0.01)
+    assert row.egress_usd == pytest.approx(rec.egress_gb * 0.09, abs=0.01)
 
 
 def test_training_volume_options() -> None:

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
+
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
 from gpuscout.core.errors import ParseError
@@ -184,18 +185,26 @@ def test_unknown_provider_is_a_user_error(server: Server, tmp_path: Path) -> Non
 def test_fx_rates_are_fetched_stored_and_fall_back(tmp_path: Path) -> None:
     """Offline, the bundled ECB file converts EUR; when it fails, the stored rates are used."""
     from gpuscout.adapters.registry import SNAPSHOTS_DIR
-    from gpuscout.pipeline.refresh import resolve_fx
-    from gpuscout.warehouse.connection import connect
 
+    replay = ReplayTransport(SNAPSHOTS_DIR)
+
+    def fx_broken(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "www.ecb.europa.eu":
+            return httpx.Response(200, content=b"<html/>")
+        return replay.handle_request(request)
+
+    broken = httpx.MockTransport(fx_broken)
     db = tmp_path / "w.duckdb"
-    with connect(db) as con:
-        got = resolve_fx(con, transport=ReplayTransport(SNAPSHOTS_DIR), recorder=None)
-        assert got.origin == "fetched" and got.usd_per_unit["EUR"] == 1.1252
-        broken = httpx.MockTransport(lambda r: httpx.Response(200, content=b"<html/>"))
-        fallback = resolve_fx(con, transport=broken, recorder=None)
-        assert fallback.origin == "stored" and fallback.as_of == got.as_of
-        assert fallback.usd_per_unit["EUR"] == 1.1252
-        assert fallback.error and fallback.error.startswith("_fx: ")
-    with connect(tmp_path / "empty.duckdb") as con:
-        none = resolve_fx(con, transport=broken, recorder=None)
-        assert none.origin == "usd-only" and none.usd_per_unit == {"USD": 1.0}
+    got = refresh(["lambda"], db=db, source=Source.offline(), transport=replay).fx
+    assert got is not None
+    assert got.origin == "fetched" and got.usd_per_unit["EUR"] == 1.1252
+    fallback = refresh(["lambda"], db=db, source=Source.offline(), transport=broken).fx
+    assert fallback is not None
+    assert fallback.origin == "stored" and fallback.as_of == got.as_of
+    assert fallback.usd_per_unit["EUR"] == 1.1252
+    assert fallback.error and fallback.error.startswith("_fx: ")
+    # a warehouse that never stored rates converts USD only
+    none = refresh(["lambda"], db=tmp_path / "empty.duckdb", source=Source.offline(),
+                   transport=broken).fx
+    assert none is not None
+    assert none.origin == "usd-only" and none.usd_per_unit == {"USD": 1.0}

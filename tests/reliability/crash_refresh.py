@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1]), str(HERE)]
+sys.path[:0] = [str(HERE)]
 
-import gpuscout.pipeline.refresh as refresh_mod  # noqa: E402
 from reliability_harness import (  # noqa: E402
     CRASH_PROVIDERS,
     NIGHT,
@@ -28,6 +27,8 @@ from reliability_harness import (  # noqa: E402
     run_night,
     snapshot_fx,
 )
+
+import gpuscout.pipeline.refresh as refresh_mod  # noqa: E402
 
 _connect = refresh_mod.connect
 HOLD = Path(sys.argv[4]) if len(sys.argv) > 4 else None

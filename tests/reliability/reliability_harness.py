@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from gpuscout.adapters.archive import FETCHED_AT_EXTENSION, ReplayTransport, load_captures
 from gpuscout.adapters.fx import parse_rates
 from gpuscout.adapters.http import HttpClient

@@ -20,8 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-from gpuscout.warehouse.connection import connect
-from gpuscout.warehouse.migrate import migration_files
 from reliability_harness import (
     CRASH_PROVIDERS,
     NIGHT,
@@ -32,6 +30,9 @@ from reliability_harness import (
     run_night,
     snapshot_fx,
 )
+
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.migrate import migration_files
 
 HELPER = Path(__file__).with_name("crash_refresh.py")
 TRIALS = 20

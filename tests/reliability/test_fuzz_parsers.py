@@ -21,6 +21,10 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
+
 from gpuscout.adapters.archive import Capture, load_captures
 from gpuscout.adapters.registry import PROVIDERS, SNAPSHOTS_DIR, get_adapter
 from gpuscout.core.catalog import load_catalog
@@ -29,9 +33,6 @@ from gpuscout.core.models import MAX_GPU_COUNT, MAX_VRAM_GB_PER_GPU, ParseResult
 from gpuscout.pipeline.normalize import normalize
 from gpuscout.pipeline.quality import gate_rows
 from gpuscout.pipeline.settings import Settings
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from selectolax.lexbor import LexborHTMLParser
 
 # CI runs a bounded, derandomized sample; `FUZZ_EXAMPLES=2000 FUZZ_RANDOM=1 pytest -m fuzz`
 # searches further (and found every crash fixed in the adapters; see the regressions below).

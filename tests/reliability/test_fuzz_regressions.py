@@ -9,12 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
+from test_fuzz_parsers import CAPTURES, check
+
 from gpuscout.adapters.archive import Capture
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.models import ParsedOffer, PricingModel
 from gpuscout.pipeline.normalize import normalize
-from pydantic import ValidationError
-from test_fuzz_parsers import CAPTURES, check
 
 
 def _edited(provider: str, url_part: str, edit: Callable[[Any], object]) -> list[Capture]:

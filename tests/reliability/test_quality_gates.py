@@ -6,9 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gpuscout.core.models import Reject
-from gpuscout.pipeline.quality import gate_prices, refresh_refusal, unread_rows
-from gpuscout.pipeline.settings import Settings
 from offer_factory import make_offer
 from reliability_harness import (
     NIGHT,
@@ -22,6 +19,10 @@ from reliability_harness import (
     run_night,
     snapshot_fx,
 )
+
+from gpuscout.core.models import Reject
+from gpuscout.pipeline.quality import gate_prices, refresh_refusal, unread_rows
+from gpuscout.pipeline.settings import Settings
 
 H100 = "h100-sxm-80gb"
 MEDIANS = {H100: (2.5, 10)}

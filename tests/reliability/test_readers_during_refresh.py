@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-from gpuscout.core.errors import DataError
-from gpuscout.warehouse.connection import WarehouseBusyError, connect, writer_lock
 from reliability_harness import (
     CRASH_PROVIDERS,
     NIGHT,
@@ -29,6 +27,9 @@ from reliability_harness import (
     run_night,
     snapshot_fx,
 )
+
+from gpuscout.core.errors import DataError
+from gpuscout.warehouse.connection import WarehouseBusyError, connect, writer_lock
 
 HELPER = Path(__file__).with_name("crash_refresh.py")
 CLI = [sys.executable, "-m", "gpuscout"]

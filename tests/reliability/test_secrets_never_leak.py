@@ -21,10 +21,11 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
-from gpuscout.cli.app import app
-from gpuscout.warehouse.connection import connect
 from reliability_harness import NoSleepClient, SnapshotServer
 from typer.testing import CliRunner
+
+from gpuscout.cli.app import app
+from gpuscout.warehouse.connection import connect
 
 KEYS = {  # in the environment
     "RUNPOD_API_KEY": "rp_PLANTED_9f8e7d6c5b4a39281706",

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpuscout.pipeline.refresh import Source, refresh
 from reportkit import run_report
+
+from gpuscout.pipeline.refresh import Source, refresh
 
 
 def _no_connect(self: socket.socket, address: Any) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from gpuscout.cli.report import report_command
 from typer.testing import CliRunner
+
+from gpuscout.cli.report import report_command
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 app.command("report")(report_command)

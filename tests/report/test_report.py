@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpuscout.cli.estimate import job_from_options
-from gpuscout.cli.report import DEFAULT_BATCH, DEFAULT_METHOD, DEFAULT_MODEL, DEFAULT_TOKENS
+from offer_factory import make_offer
+from reportkit import run_report
+from selectolax.lexbor import LexborHTMLParser as HTMLParser
+
 from gpuscout.core.errors import DataError, UserInputError
 from gpuscout.pipeline.recommend import Recommendation, RecommendRequest, recommend
 from gpuscout.pipeline.refresh import Source, refresh
@@ -24,12 +26,10 @@ from gpuscout.report import (
     load_report_data,
     publish_report,
 )
+from gpuscout.sizing.job import MAIN_JOB, MAIN_JOB_TOKENS, Job
 from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.load import merge_offers, transaction
-from offer_factory import make_offer
-from reportkit import run_report
-from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 EXTERNAL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
 NUMBERS = ("price_usd_per_hour", "expected_hours", "billed_hours", "compute_usd",
@@ -66,10 +66,10 @@ def _table_rows(tree: HTMLParser) -> list[dict]:
     return rows
 
 
-def _expected(db: Path, *, model: str = DEFAULT_MODEL, method: str = DEFAULT_METHOD,
-              batch_size: int = DEFAULT_BATCH, **req: Any) -> Recommendation:
-    arch, job, _ = job_from_options(model=model, method=method, batch_size=batch_size)
-    request = RecommendRequest(**{"tokens": DEFAULT_TOKENS, **req})
+def _expected(db: Path, *, model: str = MAIN_JOB.model, method: str = MAIN_JOB.method,
+              batch_size: int = MAIN_JOB.batch_size, **req: Any) -> Recommendation:
+    arch, job, _ = Job(model=model, method=method, batch_size=batch_size).resolve()
+    request = RecommendRequest(**{"tokens": MAIN_JOB_TOKENS, **req})
     with connect(db, read_only=True) as con:
         return recommend(con, arch, job, request)
 
@@ -78,9 +78,9 @@ def _assert_matches(page: Path, rec: Recommendation) -> None:
     shown = _table_rows(_tree(page))
     assert len(shown) == len(rec.ranked) > 0
     for got, want in zip(shown, rec.ranked, strict=True):
-        assert (got["provider"], got["offer_key"]) == (want["provider"], want["offer_key"])
+        assert (got["provider"], got["offer_key"]) == (want.provider, want.offer_key)
         for name in NUMBERS:
-            assert got[name] == pytest.approx(want[name], abs=1e-9), name
+            assert got[name] == pytest.approx(getattr(want, name), abs=1e-9), name
         # the breakdown adds up to the total, as the page claims
         assert got["compute_usd"] + got["storage_usd"] + got["egress_usd"] == pytest.approx(
             got["total_usd"], abs=0.011)
@@ -115,11 +115,11 @@ def test_recommendation_numbers_match_recommend(bundled_db: Path,
     rec = _expected(bundled_db, limit=10)
     _assert_matches(bundled_report, rec)
     tree = _tree(bundled_report)
-    assert f"${rec.ranked[0]['total_usd']:,.2f}" in _text(tree, "#recommendation .verdict")
+    assert f"${rec.ranked[0].total_usd:,.2f}" in _text(tree, "#recommendation .verdict")
     # the cost chart draws the same breakdown
     data = _plot_data(tree, "recommendation-cost")
     assert [t["name"].split(" ")[0] for t in data] == ["compute", "persistent", "egress"]
-    assert data[0]["x"] == [r["compute_usd"] for r in rec.ranked]
+    assert data[0]["x"] == [r.compute_usd for r in rec.ranked]
 
 
 def test_job_options_reach_the_recommendation(bundled_db: Path, tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_job_options_reach_the_recommendation(bundled_db: Path, tmp_path: Path) 
     rec = _expected(bundled_db, model="Qwen/Qwen2.5-7B", method="lora", batch_size=1,
                     tokens=50_000_000, spot="forbid", limit=3)
     _assert_matches(page, rec)
-    assert all(r["pricing_model"] != "spot" for r in rec.ranked)
+    assert all(r.pricing_model != "spot" for r in rec.ranked)
     job = _text(_tree(page), "#recommendation dl.job")
     assert "Qwen/Qwen2.5-7B" in job and "50,000,000" in job and "forbid" in job
 
@@ -178,7 +178,7 @@ def _history_db(path: Path) -> None:
 def test_history_steps_at_each_change_and_keeps_single_points(tmp_path: Path) -> None:
     db = tmp_path / "h.duckdb"
     _history_db(db)
-    arch, job, _ = job_from_options(model=DEFAULT_MODEL, method=DEFAULT_METHOD)
+    arch, job, _ = Job(model=MAIN_JOB.model, method=MAIN_JOB.method).resolve()
     with connect(db, read_only=True) as con:
         data = load_report_data(con, arch, job, RecommendRequest(tokens=10**6),
                                 now=datetime(2026, 3, 1, tzinfo=UTC))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from chromium_cdp import find_chromium, render_page
+
 from gpuscout.report import CHARTS
 
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import (
     from_hf_config,

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import typer
+from typer.testing import CliRunner
+
 from gpuscout.cli.estimate import estimate_command
 from gpuscout.core.errors import UserInputError
-from typer.testing import CliRunner
 
 app = typer.Typer()
 app.command("estimate")(estimate_command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from gpuscout.sizing.architectures import lookup
 from gpuscout.sizing.memory import (
     CUDA_CONTEXT_GB,

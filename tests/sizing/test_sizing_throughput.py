@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from gpuscout.core.catalog import load_catalog
 from gpuscout.sizing.architectures import lookup
 from gpuscout.sizing.peft import trainable_params

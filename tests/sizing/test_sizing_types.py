@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.types import JobSpec
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from offer_factory import T0, make_offer
+
 from gpuscout.core.models import Availability
 from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.load import OutOfOrderError, merge_offers, transaction
-from offer_factory import T0, make_offer
 
 
 @pytest.fixture

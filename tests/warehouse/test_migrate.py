@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+
 from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.migrate import migrate, migration_files
 
@@ -34,6 +35,7 @@ def test_fresh_database_equals_reopened_one(tmp_path: Path) -> None:
 
 def test_read_only_open_of_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     import pytest
+
     from gpuscout.core.errors import DataError
 
     with pytest.raises(DataError, match="run `gpuscout refresh` first"), \

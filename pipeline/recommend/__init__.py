@@ -1,0 +1,17 @@
+"""The recommendation use case: feasible offers, whole-run cost, ranking and reasons.
+
+Everything of it is in this package: the request and result types, the per-shape sizing
+(`plans.py`) and the SQL that prices and ranks the offers (`shapes.sql`, `rank.sql`).
+"""
+
+from gpuscout.pipeline.recommend.rank import recommend
+from gpuscout.pipeline.recommend.request import (
+    Objective,
+    RecommendRequest,
+    SpotPolicy,
+    tokens_from_options,
+)
+from gpuscout.pipeline.recommend.result import RankedOffer, Recommendation, RejectedOffer
+
+__all__ = ["Objective", "RankedOffer", "RecommendRequest", "Recommendation", "RejectedOffer",
+           "SpotPolicy", "recommend", "tokens_from_options"]

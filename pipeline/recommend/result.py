@@ -1,0 +1,71 @@
+"""What a recommendation answers: offers priced for the whole run, ranked, with reasons."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from gpuscout.core.models import PricingModel
+
+
+class RankedOffer(BaseModel):
+    """One offer priced for the whole run. Hours, GB and USD as the names say."""
+
+    provider: str
+    offer_key: str
+    gpu_id: str
+    gpus_per_node: int
+    nodes: int = Field(description="machines the job spans (1: one machine)")
+    interconnect: str | None = Field(description="between the GPUs of one machine")
+    pricing_model: PricingModel
+    price_usd_per_hour: float = Field(description="all machines together")
+    price_usd_per_gpu_hour: float
+    region: str | None
+    sharding: str = Field(description="none, ddp, zero2, zero3, ... as sized for this offer")
+    dtype: str = Field(description="the precision the job runs in on this GPU")
+    need_gb_per_gpu: float
+    peak_gb_per_gpu: float
+    usable_gb_per_gpu: float
+    tokens_per_s: float
+    compute_hours: float
+    expected_hours: float = Field(description="with checkpoint pauses and, on spot, lost "
+                                              "work and restarts")
+    billed_hours: float = Field(description="expected hours rounded up to the billing "
+                                            "increment")
+    expected_interruptions: float
+    compute_usd: float
+    storage_usd: float
+    egress_usd: float
+    total_usd: float
+    observed_at: datetime | None
+    price_age_days: int | None
+    stale: bool
+    reasons: list[str]
+    rejected_because: None = Field(default=None, description="None: a ranked offer runs the job")
+
+
+class RejectedOffer(BaseModel):
+    """An offer cheaper by the hour than the winner that cannot run the job well."""
+
+    provider: str
+    offer_key: str
+    gpu_id: str | None
+    gpus_per_node: float
+    pricing_model: PricingModel
+    price_usd_per_hour: float
+    rejected_because: str
+
+
+class Recommendation(BaseModel):
+    model_id: str
+    method: str
+    tokens: int
+    storage_gb: float
+    checkpoint_gb: float
+    egress_gb: float
+    shapes_evaluated: int
+    offers_evaluated: int
+    ranked: list[RankedOffer]
+    rejected_cheaper: list[RejectedOffer]
+    warnings: list[str] = Field(default_factory=list, description="about the job's inputs")

@@ -1,0 +1,137 @@
+"""A fine-tuning job as a user describes it, declared once for every face.
+
+`Job` holds the options of `gpuscout estimate`, `recommend` and `report` and of the Python API
+(`gpuscout.estimate(model=..., method=...)`): which model (a catalog id, a local config.json or
+a bare parameter count) and how it is trained. `Job.resolve()` turns it into the architecture,
+the validated `JobSpec` the model computes on, and the warnings to show with the result. The
+CLI builds its options from these fields (`gpuscout.cli.job_options`), so a new option is one
+field here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.choices import (
+    CHOICES,
+    Dtype,
+    LoraTargets,
+    Method,
+    Offload,
+    Optimizer,
+    Quant,
+    Sharding,
+)
+
+if TYPE_CHECKING:  # the model modules load data; keep them off the CLI's start-up path
+    from gpuscout.sizing.architectures import Architecture
+    from gpuscout.sizing.types import JobSpec
+
+
+class Job(BaseModel):
+    """One fine-tuning job: exactly one of `model`, `config` or `params`, and its options."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str | None = Field(
+        default=None,
+        description="Model id from the catalog (e.g. meta-llama/Llama-3.1-8B; org optional)")
+    config: Path | None = Field(
+        default=None,
+        description="A local Hugging Face config.json (read offline)")
+    params: float | None = Field(
+        default=None,
+        description="Parameter count of an unknown model (generic Llama-like shape)")
+    method: Method = Field(
+        default="lora",
+        description="full|lora|qlora|dora|ia3|prefix|prompt|adapter")
+    lora_rank: int = Field(default=16, description="LoRA/DoRA rank r")
+    lora_targets: LoraTargets = Field(default="qv", description="qv|attn|all-linear")
+    dtype: Dtype = Field(default="bf16", description="fp32|fp16|bf16 compute precision")
+    quant: Quant = Field(
+        default="none",
+        description="none|int8|nf4 base weights (qlora implies nf4)")
+    double_quant: bool = Field(default=True, description="NF4 double quantization of the scales")
+    optimizer: Optimizer = Field(
+        default="adamw",
+        description="adamw|adamw-8bit|paged-adamw-8bit|sgd|adafactor")
+    mixed_precision: bool = Field(
+        default=True,
+        description="fp32 master weights and states, or all 16-bit")
+    batch_size: int = Field(default=1, description="micro-batch per GPU")
+    seq_len: int = Field(default=2048, description="tokens per sequence")
+    grad_accum: int = Field(default=1, description="gradient accumulation steps")
+    grad_checkpointing: bool = Field(default=True, description="recompute activations")
+    flash_attention: bool = Field(
+        default=True,
+        description="FlashAttention/SDPA vs eager attention")
+    chunked_loss: bool = Field(
+        default=False,
+        description="fused/chunked cross-entropy (Liger-style)")
+    packed: bool = Field(
+        default=False,
+        description="sequences packed to --seq-len, or batches of varying length (the "
+                    "allocator then keeps stale loss segments)")
+    offload: Offload = Field(default="none", description="none|optimizer|params")
+    gpus: int = Field(
+        default=1,
+        description="number of GPUs (estimate; recommend picks per offer)")
+    sharding: Sharding = Field(
+        default="none",
+        description="none|ddp|zero1|zero2|zero3|fsdp (estimate; recommend picks per offer)")
+
+    @field_validator(*CHOICES, mode="before")
+    @classmethod
+    def _one_of(cls, value: Any, info: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        allowed = CHOICES[info.field_name]
+        v = value.strip().lower()
+        if v not in allowed:
+            raise UserInputError(f"--{info.field_name.replace('_', '-')} {value!r} is not one "
+                                 f"of {'|'.join(allowed)}")
+        return v
+
+    def resolve(self) -> tuple[Architecture, JobSpec, list[str]]:
+        """The architecture, validated job and warnings (UserInputError on nonsense)."""
+        from gpuscout.sizing.types import JobSpec
+
+        arch, warnings = self.architecture()
+        fields = self.model_dump(exclude={"model", "config", "params", "packed"})
+        return arch, JobSpec(**fields, variable_lengths=not self.packed), warnings
+
+    def architecture(self) -> tuple[Architecture, list[str]]:
+        """Exactly one of model, config, params picks the architecture."""
+        from gpuscout.sizing.architectures import from_param_count, load_hf_config, lookup
+
+        given = [x for x in (self.model, self.config, self.params) if x is not None]
+        if len(given) != 1:
+            raise UserInputError("give exactly one of --model ID, --config PATH or --params N")
+        if self.model is not None:
+            return lookup(self.model), []
+        if self.config is not None:
+            return load_hf_config(self.config), [f"architecture read from {self.config}"]
+        assert self.params is not None
+        arch = from_param_count(self.params)
+        return arch, [f"unknown model: a generic Llama-shaped {self.params / 1e9:.3g}B stand-in "
+                      f"({arch.num_layers} layers, hidden {arch.hidden_size}, vocabulary "
+                      f"{arch.vocab_size}); activations and logits are rough"]
+
+    def resolve_per_offer(self) -> tuple[Architecture, JobSpec, list[str]]:
+        """As a recommendation sizes it: the parallelism is chosen per offer, so the job
+        starts on one GPU, and --offload applies to whichever ZeRO stage the offer gets."""
+        arch, spec, warnings = self.model_copy(
+            update={"gpus": 1, "sharding": "none", "offload": "none"}).resolve()
+        if self.offload != "none":
+            spec = spec.model_copy(update={"offload": self.offload})
+        return arch, spec, warnings
+
+
+# The README's main job (`make demo`, the nightly report): QLoRA of Llama-3.1-8B, batch 4,
+# on 100 M tokens.
+MAIN_JOB = Job(model="meta-llama/Llama-3.1-8B", method="qlora", batch_size=4)
+MAIN_JOB_TOKENS = 10**8
