@@ -220,24 +220,30 @@ def load_captures(root: Path, provider: str) -> list[Capture]:
             for e in sorted(read_manifest(pdir), key=lambda e: e.fetched_at)]
 
 
+# What a replay passes for a credential it does not need: recorded URLs hold masked secrets.
+REPLAY_PLACEHOLDER = "replay-placeholder"
+
+
 class ReplayTransport(httpx.BaseTransport):
     """Serves recorded responses from an archive so adapters run the same code offline.
 
     A request matches an entry by method, redacted URL and request-body hash; when several
     captures match, the newest is served. A request with no recording is a terminal FetchError:
-    replay never falls through to the network.
+    replay never falls through to the network. The replay placeholder is masked on both sides,
+    so a credential in a URL path (a team handle) replays an archive recorded live.
     """
 
     def __init__(self, root: Path, secrets: tuple[str, ...] = ()) -> None:
         self.root = root
-        self.secrets = secrets
+        self.secrets = (*secrets, REPLAY_PLACEHOLDER)
         self._index: dict[tuple[str, str, str | None], tuple[Path, ArchiveEntry]] = {}
         if not root.is_dir():
             raise FetchError(f"replay archive {root} does not exist", provider="replay",
                              transient=False)
         for pdir in sorted(p for p in root.iterdir() if p.is_dir()):
             for e in sorted(read_manifest(pdir), key=lambda e: e.fetched_at):
-                self._index[(e.method, e.url, e.request_sha256)] = (pdir, e)
+                url = redact_url(e.url, self.secrets)
+                self._index[(e.method, url, e.request_sha256)] = (pdir, e)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = redact_url(str(request.url), self.secrets)

@@ -1,8 +1,19 @@
-"""The GPU catalog and provider alias resolution, loaded from the CSV files in `core/data/`.
+"""The GPU catalog and label resolution, loaded from the CSV files in `core/data/`.
 
-The catalog is data, not code: every row carries its source. Resolution never guesses: a label
-that is not in the alias table, is marked unmapped, is ambiguous without a VRAM hint, or whose
-reported VRAM contradicts the GPU it names, comes back as an explicit `Unknown` with the reason.
+The catalog is data, not code: every row carries its source. A provider's label or instance
+name resolves in layers, and the answer says which layer gave it:
+
+1. `alias`: a row of the alias tables (the provider's exact spelling, with its source);
+2. `canonical`: the label is a catalog id;
+3. `grammar`: the provider family's instance-name grammar (`names.py`) reads the GPU words,
+   count, memory, form factor and NVLink from the name;
+4. `label`: generic normalization of a GPU label (vendor words, spacing, SXM4/SXM5, 80G/80GB,
+   Ti, SUPER, "Ada Generation", Max-Q) matched against the catalog's model names.
+
+Resolution never guesses: a label that no layer reads, that is marked unmapped, that names
+several GPUs and is not settled by the memory it states or the VRAM the provider reports, or
+whose stated form factor, memory or reported VRAM contradicts the GPU, comes back as an
+explicit `Unknown` with the reason.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuscout.core.errors import DataError
 from gpuscout.core.models import FormFactor, Interconnect, MemoryType
+from gpuscout.core.names import LabelParts, read_instance_name, read_label
 
 DATA_DIR = Path(__file__).parent / "data"
 GPUS_CSV = DATA_DIR / "gpus.csv"
@@ -103,12 +115,17 @@ class AliasRow(BaseModel):
     notes: str
 
 
+Layer = Literal["alias", "canonical", "grammar", "label"]
+
+
 @dataclass(frozen=True)
 class Resolved:
     gpu_id: str
     gpu_count: float | None  # when the label implies it (instance types)
     confidence: Confidence
     alias: str
+    layer: Layer = "alias"
+    nvlink: bool | None = None  # when the name states it (Hyperstack's -NVLink)
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,7 @@ class Unknown:
     gpu_id: None = None
     gpu_count: None = None
     confidence: None = None
+    layer: None = None
 
 
 Resolution = Resolved | Unknown
@@ -129,6 +147,39 @@ def _key(label: str) -> str:
     return " ".join(label.strip().lower().split())
 
 
+# Words of an id that are not the model: the form factor and the edition.
+_ID_FORMS = {"sxm", "sxm2", "sxm4", "sxm5", "pcie", "nvl", "oam"}
+_ID_EDITIONS = {"server": "server", "workstation": "workstation", "maxq": "max-q",
+                "max": "max-q"}
+# A product-line word a label may leave out: "A6000" is the RTX A6000, "RTX 6000" the Quadro
+# RTX 6000 (NVIDIA's own short names); the catalog never has both spellings for two GPUs.
+_LINE_WORDS = ("quadro ", "rtx ", "tesla ")
+
+
+def model_words(canonical_id: str) -> str:
+    """The model part of a catalog id: `a100-sxm-80gb` → "a100", `rtx-3090-ti-24gb` →
+    "rtx 3090 ti", `quadro-rtx-6000-24gb` → "quadro rtx 6000"."""
+    words = [w for w in canonical_id.split("-") if not re.fullmatch(r"\d+gb", w)
+             and w not in _ID_FORMS and w not in _ID_EDITIONS and w != "q"]
+    return " ".join(words)
+
+
+def _drop_line_word(model: str) -> str:
+    for word in _LINE_WORDS:
+        if model.startswith(word):
+            return model[len(word):]
+    return model
+
+
+def _edition(canonical_id: str) -> str | None:
+    words = canonical_id.split("-")
+    return next((_ID_EDITIONS[w] for w in words if w in _ID_EDITIONS), None)
+
+
+def _near(nominal: float, stated: float) -> bool:
+    return abs(stated - nominal) <= VRAM_TOLERANCE * nominal
+
+
 def _opt_float(v: str) -> float | None:
     return float(v) if v.strip() else None
 
@@ -136,6 +187,14 @@ def _opt_float(v: str) -> float | None:
 class Catalog:
     def __init__(self, gpus: list[GpuSpec], aliases: list[AliasRow]) -> None:
         self.gpus: dict[str, GpuSpec] = {g.canonical_id: g for g in gpus}
+        # model words → catalog rows, for the grammar and label layers
+        self._models: dict[str, list[GpuSpec]] = {}
+        self._short: dict[str, list[GpuSpec]] = {}  # the same without the line word
+        for g in gpus:
+            model = model_words(g.canonical_id)
+            self._models.setdefault(model, []).append(g)
+            if _drop_line_word(model) != model:
+                self._short.setdefault(_drop_line_word(model), []).append(g)
         self.aliases = aliases
         self._by_label: dict[tuple[str, str], list[AliasRow]] = {}
         for row in aliases:
@@ -148,23 +207,46 @@ class Catalog:
         return self.gpus[gpu_id]
 
     def resolve(self, provider: str, label: str, vram_hint: float | None = None) -> Resolution:
-        """Map a provider's GPU spelling to a canonical GPU, or say why not.
+        """Map a provider's GPU spelling or instance name to a canonical GPU, or say why not.
 
         `vram_hint` is the VRAM per GPU the provider reports (GB); it settles labels that name
         several GPUs (Vast.ai's "A100 SXM4" is 40 or 80 GB) and vetoes a label whose GPU has a
         different VRAM.
         """
         rows = self._by_label.get((provider, _key(label)))
-        if not rows:
-            # The canonical id itself is an unambiguous spelling for any provider.
-            if _key(label) in self.gpus:
-                return self._check_vram(
-                    Resolved(_key(label), None, "verified", label), vram_hint, label)
+        if rows:
+            return self._from_alias(rows, label, vram_hint)
+        if _key(label) in self.gpus:  # the canonical id is an unambiguous spelling anywhere
+            return self._check_vram(Resolved(_key(label), None, "verified", label,
+                                             layer="canonical"), vram_hint, label)
+        parts = read_instance_name(provider, label)
+        if parts is not None:
+            found = parts.gpu if parts.family and parts.gpu in self.gpus else self._match(
+                read_label(parts.gpu), label, vram_hint, memory_gb=parts.memory_gb,
+                form=parts.form)
+            if isinstance(found, Unknown):
+                return found
+            return self._check_vram(Resolved(found, parts.count, "inferred", parts.grammar,
+                                             layer="grammar", nvlink=parts.nvlink),
+                                    vram_hint, label)
+        words = read_label(label)
+        if not words.model:
             return Unknown(label, f"no alias for {provider!r} label {label!r}")
+        found = self._match(words, label, vram_hint)
+        if isinstance(found, Unknown):
+            if found.reason.startswith("no catalog GPU"):
+                return Unknown(label, f"no alias for {provider!r} label {label!r}, and "
+                                      f"{found.reason}")
+            return found
+        return self._check_vram(Resolved(found, words.count, "inferred", words.model,
+                                         layer="label"), vram_hint, label)
+
+    def _from_alias(self, rows: list[AliasRow], label: str,
+                    vram_hint: float | None) -> Resolution:
         mapped = [r for r in rows if r.canonical_id is not None]
         if not mapped:
-            return Unknown(label, f"{provider!r} label {label!r} is listed as unmapped: "
-                                  f"{rows[0].notes or 'no catalog GPU'}")
+            return Unknown(label, f"{rows[0].provider!r} label {label!r} is listed as "
+                                  f"unmapped: {rows[0].notes or 'no catalog GPU'}")
         if len(mapped) > 1:
             if vram_hint is None:
                 return Unknown(label, f"label {label!r} is ambiguous without VRAM "
@@ -176,6 +258,35 @@ class Catalog:
         res = Resolved(row.canonical_id, row.gpu_count_if_implied, row.confidence,
                        row.provider_name)
         return self._check_vram(res, vram_hint, label)
+
+    def _match(self, words: LabelParts, label: str, vram_hint: float | None, *,
+               memory_gb: float | None = None,
+               form: FormFactor | None = None) -> str | Unknown:
+        """The one catalog GPU whose model the words name and that fits everything stated."""
+        memory = memory_gb if memory_gb is not None else words.memory_gb
+        form = form or words.form
+        candidates = self._models.get(words.model) or self._short.get(words.model) or []
+        if not candidates:
+            return Unknown(label, f"no catalog GPU is called {words.model!r}")
+        stated = []
+        if form is not None:
+            candidates = [g for g in candidates if g.form_factor == form]
+            stated.append(f"form factor {form}")
+        if memory is not None:
+            candidates = [g for g in candidates if _near(g.vram_gb, memory)]
+            stated.append(f"{memory:g} GB")
+        if words.edition is not None:
+            candidates = [g for g in candidates if _edition(g.canonical_id) == words.edition]
+            stated.append(f"{words.edition} edition")
+        if not candidates:
+            return Unknown(label, f"label {label!r} states {', '.join(stated)}, which no "
+                                  f"{words.model!r} in the catalog has")
+        if len(candidates) > 1 and vram_hint is not None:
+            candidates = [g for g in candidates if _near(g.vram_gb, vram_hint)] or candidates
+        if len(candidates) > 1:
+            return Unknown(label, f"label {label!r} names several GPUs "
+                                  f"({', '.join(g.canonical_id for g in candidates)})")
+        return candidates[0].canonical_id
 
     def _vram_of(self, row: AliasRow) -> float:
         if row.disambiguate_by_vram_gb is not None:

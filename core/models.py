@@ -34,6 +34,8 @@ class MemoryType(StrEnum):
     HBM2E = "HBM2e"
     HBM3 = "HBM3"
     HBM3E = "HBM3e"
+    GDDR5 = "GDDR5"
+    GDDR5X = "GDDR5X"
     GDDR6 = "GDDR6"
     GDDR6X = "GDDR6X"
     GDDR7 = "GDDR7"

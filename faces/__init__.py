@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpuscout.api import (
         CurrentOffer,
+        check,
         estimate,
         export,
         offers,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from gpuscout.sizing.types import Estimate
 
 _HOME = {
-    **dict.fromkeys(["CurrentOffer", "estimate", "export", "offers", "offers_table",
+    **dict.fromkeys(["CurrentOffer", "check", "estimate", "export", "offers", "offers_table",
                      "recommend", "refresh", "sql"], "gpuscout.api"),
     **dict.fromkeys(["DataError", "GpuscoutError", "UserInputError"], "gpuscout.core.errors"),
     **dict.fromkeys(["RankedOffer", "Recommendation", "RejectedOffer"],
@@ -39,7 +40,8 @@ _HOME = {
 }
 __all__ = [
     "CurrentOffer", "DataError", "Estimate", "GpuscoutError", "Job", "RankedOffer",
-    "Recommendation", "RejectedOffer", "RunReport", "UserInputError", "estimate", "export",
+    "Recommendation", "RejectedOffer", "RunReport", "UserInputError", "check", "estimate",
+    "export",
     "offers", "offers_table", "recommend", "refresh", "sql",
 ]
 

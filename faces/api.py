@@ -29,8 +29,9 @@ from gpuscout.sizing.job import Job
 if TYPE_CHECKING:  # the heavy modules load when a function is called, not at import
     import pyarrow as pa
 
+    from gpuscout.pipeline.check import CheckReport
     from gpuscout.pipeline.recommend import Objective, Recommendation, SpotPolicy
-    from gpuscout.pipeline.refresh import ProgressHook, RunReport
+    from gpuscout.pipeline.refresh import ProgressHook, RunReport, Source
     from gpuscout.sizing.types import Estimate
 
 OfferSort = Literal["price", "gpu-hour", "vram-hour"]
@@ -60,8 +61,24 @@ def refresh(*, db: Path | str | None = None, providers: Sequence[str] | None = N
     `offline` replays the bundled snapshots, `replay` any recorded archive; otherwise live.
     `record` archives every response. The report's `status` is ok, partial or failed.
     """
-    from gpuscout.pipeline.refresh import Source
     from gpuscout.pipeline.refresh import refresh as run_refresh
+
+    return run_refresh(providers, db=_db(db), source=_source(offline, replay, record),
+                       progress=progress)
+
+
+def check(*, db: Path | str | None = None, providers: Sequence[str] | None = None,
+          offline: bool = False, replay: Path | str | None = None,
+          record: Path | str | None = None) -> CheckReport:
+    """Fetch and parse every provider as a refresh would and write nothing: per provider,
+    reached, format recognised, offers against the last good refresh in `db`."""
+    from gpuscout.pipeline.check import check as run_check
+
+    return run_check(providers, source=_source(offline, replay, record), db=_db(db))
+
+
+def _source(offline: bool, replay: Path | str | None, record: Path | str | None) -> Source:
+    from gpuscout.pipeline.refresh import Source
 
     if offline and replay is not None:
         raise UserInputError("--offline and --replay are exclusive: --offline replays the "
@@ -70,10 +87,9 @@ def refresh(*, db: Path | str | None = None, providers: Sequence[str] | None = N
     if replay_dir is not None and not replay_dir.is_dir():
         raise UserInputError(f"--replay {replay}: no such archive directory")
     record_dir = Path(record) if record is not None else None
-    source = (Source.offline(record_dir) if offline else
-              Source("replay", replay_dir, record_dir) if replay_dir else
-              Source("live", None, record_dir))
-    return run_refresh(providers, db=_db(db), source=source, progress=progress)
+    return (Source.offline(record_dir) if offline else
+            Source("replay", replay_dir, record_dir) if replay_dir else
+            Source("live", None, record_dir))
 
 
 class CurrentOffer(BaseModel):

@@ -19,6 +19,23 @@ _COUNTRY = {
     "IL": "middle-east", "AE": "middle-east", "SA": "middle-east", "QA": "middle-east",
     "AU": "oceania", "NZ": "oceania", "ZA": "africa", "NG": "africa", "KE": "africa",
 }
+# Country names as location text spells them ("Chubbuck, Idaho, United States").
+_COUNTRY_NAME = {
+    "united states": "us", "usa": "us", "canada": "canada", "mexico": "latam",
+    "brazil": "latam", "chile": "latam", "united kingdom": "europe", "ireland": "europe",
+    "france": "europe", "germany": "europe", "netherlands": "europe", "belgium": "europe",
+    "spain": "europe", "portugal": "europe", "italy": "europe", "switzerland": "europe",
+    "austria": "europe", "poland": "europe", "czech republic": "europe", "czechia": "europe",
+    "sweden": "europe", "norway": "europe", "finland": "europe", "denmark": "europe",
+    "iceland": "europe", "romania": "europe", "bulgaria": "europe", "hungary": "europe",
+    "greece": "europe", "ukraine": "europe", "turkey": "europe", "estonia": "europe",
+    "japan": "asia", "south korea": "asia", "korea": "asia", "singapore": "asia",
+    "india": "asia", "taiwan": "asia", "hong kong": "asia", "china": "asia",
+    "thailand": "asia", "vietnam": "asia", "malaysia": "asia", "indonesia": "asia",
+    "israel": "middle-east", "united arab emirates": "middle-east",
+    "saudi arabia": "middle-east", "australia": "oceania", "new zealand": "oceania",
+    "south africa": "africa", "nigeria": "africa", "kenya": "africa",
+}
 # Cloud region prefixes (AWS/GCP/Azure/OCI/Lambda style codes).
 _PREFIX = [
     (r"^(us|usa)[-_ ]", "us"), (r"^(ca|canada)[-_ ]", "canada"),
@@ -50,6 +67,9 @@ def geography(region: str | None) -> str | None:
     if text.upper() in _COUNTRY:
         return _COUNTRY[text.upper()]
     low = text.lower()
+    last = low.rsplit(",", 1)[-1].strip()  # "city, state, country": the country is last
+    if last in _COUNTRY_NAME:
+        return _COUNTRY_NAME[last]
     for pattern, geo in _PREFIX:
         if re.match(pattern, low):
             return geo

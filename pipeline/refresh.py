@@ -26,7 +26,7 @@ import duckdb
 import httpx
 from pydantic import BaseModel
 
-from gpuscout.adapters.archive import ArchiveWriter, ReplayTransport
+from gpuscout.adapters.archive import REPLAY_PLACEHOLDER, ArchiveWriter, ReplayTransport
 from gpuscout.adapters.base import Adapter
 from gpuscout.adapters.fx import FX_SOURCE, FxTable, fetch_rates, parse_rates
 from gpuscout.adapters.http import HttpClient
@@ -36,6 +36,7 @@ from gpuscout.core.catalog import GPUS_CSV, Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import FetchError, GpuscoutError, MissingCredentialsError, UserInputError
 from gpuscout.core.models import Offer, Reject
+from gpuscout.pipeline.lifecycle import ProviderLifecycle, lifecycle
 from gpuscout.pipeline.normalize import USD_ONLY, normalize
 from gpuscout.pipeline.profiles import profiles_table
 from gpuscout.pipeline.quality import (
@@ -52,6 +53,7 @@ from gpuscout.warehouse.connection import connect, writer_lock
 from gpuscout.warehouse.load import (
     RunRecord,
     RunStatus,
+    close_provider,
     gpu_price_medians,
     last_good_count,
     last_loaded_rejects,
@@ -67,6 +69,7 @@ from gpuscout.warehouse.load import (
 )
 
 Mode = Literal["live", "replay"]
+ENDED = ("retired", "no_public_prices")  # run statuses of providers that no longer sell
 
 
 @dataclass(frozen=True)
@@ -102,16 +105,18 @@ class RunReport(BaseModel):
     @property
     def status(self) -> Literal["ok", "partial", "failed"]:
         """ok: every provider loaded everything; partial: some provider failed, was refused or
-        loaded with something held back (its run-log `error` says what); failed: none loaded."""
-        loaded = [r for r in self.providers if r.status == "ok"]
-        if len(loaded) == len(self.providers) and not any(r.error for r in loaded):
+        loaded with something held back (its run-log `error` says what); failed: none loaded.
+        A retired provider (or one without public prices) is neither: it is not counted."""
+        live = [r for r in self.providers if r.status not in ENDED]
+        loaded = [r for r in live if r.status == "ok"]
+        if len(loaded) == len(live) and not any(r.error for r in loaded):
             return "ok"
         return "partial" if loaded else "failed"
 
     @property
     def not_loaded(self) -> list[RunRecord]:
         """Providers that kept their last good data (failed, refused or skipped)."""
-        return [r for r in self.providers if r.status != "ok"]
+        return [r for r in self.providers if r.status not in ("ok", *ENDED)]
 
 
 ProgressHook = Callable[[str, RunRecord | None], None]
@@ -153,6 +158,15 @@ def store_fx(con: duckdb.DuckDBPyConnection, table: FxTable) -> None:
 def _fallback_fx(failed: FxOutcome, as_of: date | None, stored: Mapping[str, float]) -> FxOutcome:
     return FxOutcome(as_of=as_of, usd_per_unit={**stored, **USD_ONLY},
                      origin="stored" if stored else "usd-only", error=failed.error)
+
+
+def usd_rates(db: Path | str | None, *, transport: httpx.BaseTransport | None,
+              recorder: ArchiveWriter | None) -> tuple[FxTable | None, FxOutcome]:
+    """Tonight's rates (the table, to store), else the newest the warehouse holds."""
+    table, outcome = fetch_fx(transport=transport, recorder=recorder)
+    if table is None:
+        outcome = _fallback_fx(outcome, *(_stored_fx(db) if db is not None else (None, {})))
+    return table, outcome
 
 
 def _stored_fx(db: Path | str) -> tuple[date | None, dict[str, float]]:
@@ -236,17 +250,21 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
         if fx is not None:
             fx_outcome = FxOutcome(as_of=None, usd_per_unit=dict(fx), origin="given")
         else:
-            fx_table, fx_outcome = fetch_fx(transport=transport, recorder=recorder)
-            if fx_table is None:
-                fx_outcome = _fallback_fx(fx_outcome, *_stored_fx(db))
+            fx_table, fx_outcome = usd_rates(db, transport=transport, recorder=recorder)
         # The network first, the warehouse after: the write session is only the loads.
-        collected = collector(names, source=source, fx=fx_outcome.usd_per_unit)
+        ended = lifecycle()
+        collected = collector([n for n in names if n not in ended], source=source,
+                              fx=fx_outcome.usd_per_unit)
         records = []
         with connect(db) as con:
             replace_gpu_catalog(con, GPUS_CSV)
             replace_provider_profiles(con, profiles_table())
             if fx_table is not None:
                 store_fx(con, fx_table)
+            for name in (n for n in names if n in ended):
+                records.append(retire(con, ended[name], run_id=run_id, mode=source.mode))
+                if progress:
+                    progress(name, records[-1])
             for outcome in collected:
                 if isinstance(outcome.result, Collected):
                     record = load(con, outcome.result, run_id=run_id, mode=source.mode,
@@ -289,7 +307,7 @@ def adapter_credentials(adapter: Adapter, mode: Mode) -> dict[str, str]:
     remember_secrets(creds.values())  # masked in every error text from now on
     if mode == "replay":
         # Recorded URLs hold masked secrets, so any placeholder replays the same request.
-        creds = {n: creds.get(n, "replay-placeholder") for n in adapter.CREDENTIALS}
+        creds = {n: creds.get(n, REPLAY_PLACEHOLDER) for n in adapter.CREDENTIALS}
     return creds
 
 
@@ -417,6 +435,18 @@ def describe_error(provider: str, exc: BaseException) -> str:
 def is_transient(exc: BaseException) -> bool:
     """Worth retrying: the network or the provider hiccuped, not the data."""
     return isinstance(exc, FetchError) and exc.transient
+
+
+def retire(con: duckdb.DuckDBPyConnection, ended: ProviderLifecycle, *, run_id: str,
+           mode: str) -> RunRecord:
+    """A provider that no longer sells: close its open offers, log why. Nothing is fetched."""
+    started = now_utc()
+    with transaction(con):
+        closed = close_provider(con, ended.provider, run_id=run_id, at=started)
+        record = _finish(ended.provider, run_id, mode, started, ended.status, complete=True,
+                         closed_offers=closed, error=ended.reason)
+        write_run(con, record)
+    return record
 
 
 def record_failure(con: duckdb.DuckDBPyConnection, provider: str, exc: BaseException, *,

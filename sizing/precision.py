@@ -92,6 +92,10 @@ def decide(job: JobSpec, gpu: GpuSpec | None) -> PrecisionDecision:  # noqa: C90
     if dtype == "fp16" and gpu.fp16_dense_tflops is None and gpu.bf16_dense_tflops:
         dtype = "bf16"
         notes.append(f"{gpu.canonical_id} lists no fp16 rate; using bf16")
+    if dtype in ("fp16", "bf16") and gpu.fp16_dense_tflops is None \
+            and gpu.bf16_dense_tflops is None and gpu.fp32_tflops:
+        dtype = "fp32"  # Maxwell/Pascal consumer parts: 16-bit math runs at 1/64 rate
+        notes.append(f"{gpu.canonical_id} has no fast 16-bit path: running fp32")
 
     quant_ok, opt8_ok, why = bitsandbytes_support(gpu)
     if job.quant != "none" and not quant_ok:

@@ -34,13 +34,16 @@ def _json(*args: str) -> list[dict]:
 
 def test_offline_refresh_loads_every_registered_provider(db: Path) -> None:
     from gpuscout.adapters.registry import PROVIDERS
+    from gpuscout.pipeline.lifecycle import lifecycle
 
     rows = _json("sql", "select provider, count(*) as n from current_offers group by 1",
                  "--db", str(db))
-    assert {r["provider"] for r in rows} == set(PROVIDERS)
+    selling = set(PROVIDERS) - set(lifecycle())  # a retired provider has no open offers
+    assert {r["provider"] for r in rows} == selling
     assert all(r["n"] > 0 for r in rows)
     runs = _json("runs", "--db", str(db))
-    assert {r["status"] for r in runs} == {"ok"}
+    assert {r["provider"]: r["status"] for r in runs if r["status"] != "ok"} == {
+        name: ended.status for name, ended in lifecycle().items()}
 
 
 def test_second_identical_refresh_adds_no_history_rows(db: Path, tmp_path: Path) -> None:
@@ -146,11 +149,16 @@ def test_recommend_needs_a_training_volume(db: Path) -> None:
 
 def test_providers_lists_every_registered_provider(db: Path) -> None:
     from gpuscout.adapters.registry import PROVIDERS
+    from gpuscout.pipeline.lifecycle import lifecycle
 
     rows = _json("providers", "--db", str(db))
     assert [r["provider"] for r in rows] == sorted(PROVIDERS)
     assert {r["source"] for r in rows} <= {"api", "html"}
     for r in rows:
+        if r["provider"] in lifecycle():  # shown, with why it no longer sells
+            assert r["last_status"] == lifecycle()[r["provider"]].status and r["offers"] == 0
+            assert "since" in r["last_error"]
+            continue
         assert r["last_status"] == "ok" and not r["stale"] and r["offers"] > 0
         assert r["last_success_at"] is not None
 

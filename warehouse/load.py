@@ -36,8 +36,9 @@ class MergeCounts:
 
 
 # ok: loaded; refused: a gate kept the last good data; failed: fetch or parse failed;
-# skipped: a live fetch lacked its credentials.
-RunStatus = Literal["ok", "refused", "failed", "skipped"]
+# skipped: a live fetch lacked its credentials; retired / no_public_prices: the provider no
+# longer sells what is read (its offers were closed, its history kept).
+RunStatus = Literal["ok", "refused", "failed", "skipped", "retired", "no_public_prices"]
 
 
 class RunRecord(BaseModel):
@@ -111,6 +112,15 @@ def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: 
     con.execute(statement("merge_touch_unchanged"), [provider])
     con.execute(statement("merge_insert_versions"), [provider, run_id])
     return MergeCounts(new=new, changed=changed, unchanged=unchanged, closed=closed)
+
+
+def close_provider(con: duckdb.DuckDBPyConnection, provider: str, *, run_id: str,
+                   at: datetime) -> int:
+    """Close all of a provider's open offers; the number closed."""
+    row = con.execute("SELECT count(*) FROM offer_versions WHERE provider = $1 "
+                      "AND valid_to IS NULL", [provider]).fetchone()
+    con.execute(statement("close_provider"), [provider, run_id, at])
+    return int(row[0]) if row else 0
 
 
 _TS = pa.timestamp("us", tz="UTC")

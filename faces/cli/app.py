@@ -86,12 +86,21 @@ def refresh(
     record: Annotated[Path | None, typer.Option(
         "--record", help="write every response to this archive directory",
         file_okay=False)] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="fetch and parse only: report per provider whether it was reached, "
+                        "its format recognised and its offers against the last good refresh; "
+                        "write nothing")] = False,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
     """Fetch offers, normalize them and merge them into the warehouse's price history."""
     from gpuscout.api import refresh as run_refresh
     from gpuscout.cli.refresh_view import progress_display, report_table
+
+    if check:
+        _check(provider, offline=offline, replay=replay, record=record, db=warehouse(db),
+               format=format)
+        return
 
     with progress_display(enabled=format is Format.table) as hook:
         report = run_refresh(db=warehouse(db), providers=provider, offline=offline, replay=replay,
@@ -109,6 +118,21 @@ def refresh(
     if report.status == "failed":
         raise typer.Exit(code=1)
     if report.not_loaded:
+        raise typer.Exit(code=3)
+
+
+def _check(providers: list[str] | None, *, offline: bool, replay: Path | None,
+           record: Path | None, db: Path | None, format: Format) -> None:
+    """`refresh --check`: exit 0 when every provider answered in a format it reads, else 3."""
+    import pyarrow as pa
+
+    from gpuscout.api import check
+    from gpuscout.cli.output import render
+
+    report = check(db=db, providers=providers, offline=offline, replay=replay, record=record)
+    rows = [p.model_dump() for p in report.providers]
+    render(pa.Table.from_pylist(rows), format, title="refresh check (nothing written)")
+    if not report.healthy:
         raise typer.Exit(code=3)
 
 
@@ -310,7 +334,7 @@ def gpus_resolve(
 
     res = load_catalog().resolve(provider, label, vram)
     payload = {"provider": provider, "label": label, "gpu_id": res.gpu_id,
-               "gpu_count": res.gpu_count, "confidence": res.confidence,
+               "gpu_count": res.gpu_count, "confidence": res.confidence, "layer": res.layer,
                "reason": None if isinstance(res, Resolved) else res.reason}
     if format is Format.json:
         typer.echo(json.dumps(payload))

@@ -11,7 +11,7 @@ from gpuscout.adapters import nebius
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
-from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.catalog import Resolved, load_catalog
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import Interconnect, ParsedOffer, ParseResult, PriceKind, PricingModel
 
@@ -121,9 +121,9 @@ def test_every_raw_label_resolves_or_is_expected_unknown() -> None:
     for label, gpu_id in expected.items():
         res = catalog.resolve("nebius", label)
         assert isinstance(res, Resolved) and res.gpu_id == gpu_id, (label, res)
-    # No GB300 in the GPU catalog: listed as unmapped, so it is a known unknown.
+    # GB300 joined the catalog: the NVL72 rack's superchip.
     res = catalog.resolve("nebius", "NVIDIA GB300 NVL72")
-    assert isinstance(res, Unknown) and "unmapped" in res.reason
+    assert isinstance(res, Resolved) and res.gpu_id == "gb300-288gb"
 
 
 def test_a_row_with_one_price_cell_missing_is_rejected() -> None:

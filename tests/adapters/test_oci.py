@@ -14,7 +14,7 @@ from gpuscout.adapters import oci
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
-from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.catalog import Resolved, load_catalog
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import ParsedOffer, PriceKind, PricingModel
 
@@ -57,7 +57,7 @@ def _products_doc() -> dict[str, Any]:
 
 class TestOciInvariants(OfferInvariants):
     NAME = "oci"
-    EXPECTED_UNKNOWN = frozenset({"BM.GPU.GB300.4"})  # no GB300 in the GPU catalog
+    EXPECTED_UNKNOWN = frozenset()
 
     @pytest.fixture(params=[PRODUCTS, PRODUCTS_2024])
     def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
@@ -109,7 +109,8 @@ def test_every_shape_label_resolves_or_is_known_unknown() -> None:
     for label, gpu in GPUS.items():
         res = catalog.resolve("oci", label)
         assert isinstance(res, Resolved) and res.gpu_id == gpu, label
-    assert isinstance(catalog.resolve("oci", "BM.GPU.GB300.4"), Unknown)
+    gb300 = catalog.resolve("oci", "BM.GPU.GB300.4")  # four GB300 superchips per shape
+    assert isinstance(gb300, Resolved) and (gb300.gpu_id, gb300.gpu_count) == ("gb300-288gb", 4)
 
 
 def test_older_price_list_rejects_shapes_it_cannot_price() -> None:

@@ -44,13 +44,9 @@ def _jumbo() -> list[dict[str, Any]]:
 
 class TestRunpodInvariants(OfferInvariants):
     NAME = "runpod"
-    # RunPod ids listed as unmapped in gpu_aliases.csv (no catalog row).
-    EXPECTED_UNKNOWN = frozenset({
-        "NVIDIA GeForce RTX 3070", "NVIDIA GeForce RTX 3080", "NVIDIA GeForce RTX 3080 Ti",
-        "NVIDIA GeForce RTX 4070 Ti", "NVIDIA GeForce RTX 4080 SUPER",
-        "NVIDIA RTX 2000 Ada Generation", "NVIDIA RTX 4000 SFF Ada Generation",
-        "NVIDIA RTX A2000", "NVIDIA RTX A4500", "NVIDIA RTX PRO 4000 Blackwell",
-    })
+    # Every RunPod id resolves now that the catalog has its cards (the RTX 3080 and RTX A2000
+    # by the VRAM RunPod reports: each comes in two memory sizes).
+    EXPECTED_UNKNOWN = frozenset()
 
     @pytest.fixture(params=[(SNAP, JUMBO), (FIX, ONIQ), (FIX, DOCS)], ids=[JUMBO, ONIQ, DOCS])
     def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:

@@ -32,8 +32,10 @@ def test_full_flow_on_bundled_snapshots(tmp_path: Path) -> None:
                              report_root=None,
                              night="2026-12-01")
     assert result["status"] == "ok"
+    # every provider loaded, but Cudo, which is retired (pipeline/data/provider_lifecycle.csv)
+    assert result["providers"].pop("cudo") == "retired"
     assert set(result["providers"].values()) == {"ok"}
-    assert _runs(db) == result["providers"]
+    assert _runs(db) == {**result["providers"], "cudo": "retired"}
     # the night's raw responses are archived by date and replay through the same code
     night = tmp_path / "archive" / "2026-12-01"
     assert all((night / p / "manifest.json").exists() for p in result["providers"])
@@ -68,7 +70,8 @@ def test_one_failing_provider_does_not_fail_the_others(tmp_path: Path,
     result = nightly_refresh(db=str(db), archive_root=None, offline=True, report_root=None)
     assert result["status"] == "partial"
     runs = _runs(db)
-    assert runs.pop("vastai") == "failed" and set(runs.values()) == {"ok"}
+    assert runs.pop("vastai") == "failed" and runs.pop("cudo") == "retired"
+    assert set(runs.values()) == {"ok"}
 
 
 def test_transient_error_is_retried_and_succeeds(tmp_path: Path,

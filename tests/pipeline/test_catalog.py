@@ -61,7 +61,7 @@ def test_vram_contradicting_the_label_is_unknown(cat) -> None:
 
 
 def test_unmapped_and_missing_labels_are_explicit(cat) -> None:
-    assert "unmapped" in cat.resolve("runpod", "NVIDIA GeForce RTX 3070").reason
+    assert "unmapped" in cat.resolve("fluidstack", "Nvidia H200").reason
     assert "no alias" in cat.resolve("runpod", "NVIDIA Imaginary 9000").reason
 
 

@@ -48,7 +48,8 @@ from reliability_harness import (
     snapshot_fx,
 )
 
-CONTROL = "cudo"
+# Loads cleanly beside the faulted provider in every cell (Cudo did until it was retired).
+CONTROL = "vultr"
 PROVIDERS = ("scaleway", "azure", "vastai", "ovhcloud", "runpod", "lambda", "aws")
 
 Transform = Callable[[bytes], bytes]
