@@ -251,6 +251,15 @@ def _family(provider: str, name: str) -> NameParts | None:
     return None
 
 
+def _ovhcloud(name: str) -> NameParts | None:
+    # <gpu>-<ram GB>, e.g. l40s-90, h100-380, rtx5000-28 (win- for a Windows licence). The
+    # flavor states no GPU count (the order catalog's technical blob does) and no form factor.
+    m = re.fullmatch(r"(?:win-)?([a-z]+\d+[a-z]*)-\d+", name.lower())
+    if not m or re.fullmatch(r"[a-z]\d", m.group(1)):  # t1/t2/b2...: family codes, no GPU
+        return None
+    return NameParts(m.group(1), grammar="ovhcloud <gpu>-<ram>")
+
+
 def _opt(text: str | None) -> float | None:
     return float(text) if text else None
 
@@ -259,6 +268,7 @@ GRAMMARS: dict[str, Grammar] = {
     "lambda": _lambda, "hyperstack": _hyperstack, "datacrunch": _datacrunch,
     "nebius": _nebius, "digitalocean": _digitalocean, "paperspace": _paperspace,
     "scaleway": _scaleway, "vultr": _vultr, "oci": _oci, "azure": _azure,
+    "ovhcloud": _ovhcloud,
 }
 
 

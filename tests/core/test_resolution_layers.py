@@ -28,6 +28,7 @@ CAT = load_catalog()
     ("digitalocean", "gpu-4000adax1-20gb", "rtx 4000ada", 1, 20, None),
     ("paperspace", "A100-80Gx8", "A100", 8, 80, None),
     ("scaleway", "H100-SXM-8-80G", "H100", 8, 80, FormFactor.SXM),
+    ("ovhcloud", "l40s-180", "l40s", None, None, None),
     ("vultr", "vbm-112c-2048gb-8-h100-gpu", "h100", 8, None, None),
     ("oci", "BM.GPU.H100.8", "H100", 8, None, None),
     ("azure", "Standard_ND96isr_H100_v5", "H100", 8, None, FormFactor.SXM),
@@ -47,6 +48,7 @@ def test_grammars_read_what_the_name_states(provider: str, name: str, gpu: str,
     ("lambda", "gpu_8x_h100_sxm5_extra_words"), ("datacrunch", "CPU.4V.16G"),
     ("nebius", "cpu-d3_4vcpu-16gb"), ("oci", "VM.Standard.E5.Flex"),
     ("azure", "Standard_D4s_v5"), ("aws", "m7i.48xlarge"), ("gcp", "n2-standard-8"),
+    ("ovhcloud", "t2-45"), ("ovhcloud", "b3-8"),
     ("gcp", "a3-highgpu-8g-extra"),
 ])
 def test_a_name_that_is_not_the_grammar_s_shape_is_not_read(provider: str, name: str) -> None:
