@@ -171,3 +171,18 @@ def test_estimate_packed_data_has_no_stale_loss_segments() -> None:
     assert varied["breakdown"]["stale_loss_segments"] > 0
     assert packed["breakdown"]["stale_loss_segments"] == 0
     assert packed["peak_gb_per_gpu"] < varied["peak_gb_per_gpu"]
+
+
+def test_every_run_status_has_a_style() -> None:
+    from typing import get_args
+
+    from gpuscout.cli.refresh_view import STYLE
+    from gpuscout.warehouse.load import RunStatus
+
+    assert set(STYLE) == set(get_args(RunStatus))
+
+
+def test_the_demo_refresh_prints_its_table(tmp_path: Path) -> None:
+    # The README's first command refreshes in table format, with a retired provider among them.
+    out = _cli("refresh", "--offline", "--db", str(tmp_path / "w.duckdb"))
+    assert "retired" in out and "cudo" in out

@@ -10,9 +10,11 @@ from rich.table import Table
 
 from gpuscout.cli.output import console as make_console
 from gpuscout.pipeline.refresh import ProgressHook, RunReport
-from gpuscout.warehouse.load import RunRecord
+from gpuscout.warehouse.load import RunRecord, RunStatus
 
-_STYLE = {"ok": "green", "failed": "red", "refused": "yellow", "skipped": "dim"}
+# One style per run status (tests/test_cli.py checks that none is missing).
+STYLE: dict[RunStatus, str] = {"ok": "green", "failed": "red", "refused": "yellow",
+                               "skipped": "dim", "retired": "dim", "no_public_prices": "dim"}
 
 
 @contextmanager
@@ -29,7 +31,7 @@ def progress_display(*, enabled: bool) -> Iterator[ProgressHook | None]:
             if record is None:
                 progress.update(task, description=f"refreshing {provider}")
             else:
-                style = _STYLE.get(record.status, "")
+                style = STYLE[record.status]
                 console.print(f"[{style}]{record.status:>7}[/] {provider}: "
                               f"{record.offers_loaded} offers "
                               f"({record.duration_s:.2f} s)")
@@ -44,7 +46,7 @@ def report_table(report: RunReport) -> None:
                 "quarantined", "unknown labels", "error"):
         table.add_column(col, overflow="fold")
     for r in report.providers:
-        table.add_row(r.provider, f"[{_STYLE.get(r.status, '')}]{r.status}[/]",
+        table.add_row(r.provider, f"[{STYLE[r.status]}]{r.status}[/]",
                       str(r.offers_loaded), str(r.new_offers), str(r.changed_offers),
                       str(r.unchanged_offers), str(r.closed_offers), str(r.quarantined),
                       str(len(r.unknown_labels)), r.error or "-")
