@@ -1,0 +1,172 @@
+"""Hyperbolic: the GPU marketplace's nodes and their per-GPU asks, `POST /v1/marketplace`.
+
+The marketplace lists supplier nodes (`instances`): each node has `gpus_total` GPUs of one
+model (`hardware.gpus[]`), `gpus_reserved` of them rented out, and one price per GPU per hour
+(`pricing.price.amount`, US cents, `period` "hourly"). A renter takes any number of the free
+GPUs of a node, so each node yields one offer of one GPU at that price, with the free GPUs as
+`available_count` and the node's size in provider_data.
+
+Reading rules (adapters/snapshots/hyperbolic/PROVENANCE.md):
+- Hyperbolic sells these nodes as "spot" ("Spot Instances: rent GPU instances at discounted
+  rates", next to "On-Demand Instances ... with guaranteed availability", official CLI), and
+  each price is set per node: spot, observed.
+- `amount` is cents per GPU per hour: the official CLI divides it by 100 and prints "Prices are
+  shown per GPU per hour in USD".
+- A node with `reserved` true, or with no free GPU, is out of stock.
+- `hardware.gpus[].ram` is MiB as nvidia-smi prints it (81559 for an 80 GB H100, 24564 for a
+  24 GB RTX 4090): VRAM is that / 1024. `interface` ("PCIeX16" on SXM H100s too) is the host
+  link, not the GPU-to-GPU one, so it is kept in provider_data only.
+- CPU, RAM and storage are the whole node's (`virtual_cores`, GB): provider_data, since the
+  share a one-GPU rental gets is not stated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpuscout.adapters.archive import Capture
+from gpuscout.adapters.base import SourceKind
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.toolkit import (
+    as_dict,
+    as_list,
+    envelope,
+    is_scalar,
+    newest_wins,
+    one_price_per_key,
+    positive_number,
+    require_fields,
+    split_results,
+)
+from gpuscout.core.models import (
+    Availability,
+    ParsedOffer,
+    ParseResult,
+    PriceKind,
+    PricingModel,
+    ProviderData,
+    Reject,
+)
+
+MARKETPLACE_URL = "https://api.hyperbolic.xyz/v1/marketplace"
+LIST_ALL = {"filters": {}}  # what the official CLI and AgentKit send: every node
+
+NAME = "hyperbolic"
+SOURCE_KIND: SourceKind = "api"
+CREDENTIALS: tuple[str, ...] = ("HYPERBOLIC_API_KEY",)  # optional: the listing is public
+
+REQUIRED = ("id", "hardware", "gpus_total", "pricing")
+CENTS_PER_DOLLAR = 100
+MIB_PER_GIB = 1024
+HOURLY = "hourly"
+
+
+def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
+    key = creds.get("HYPERBOLIC_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else None
+    return [client.post_json(MARKETPLACE_URL, LIST_ALL, headers=headers)]
+
+
+def parse(captures: Sequence[Capture]) -> ParseResult:
+    """Offers from every listing; when captures repeat an offer key, the newest one wins."""
+    return newest_wins(captures, _read)
+
+
+def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    _, nodes = envelope(NAME, capture, "instances")
+    # A renamed field shows as a field that no node has: refuse, don't emit nothing.
+    require_fields(NAME, capture, nodes, REQUIRED, "marketplace node")
+    offers, rejects = split_results(_offer(node, capture) for node in nodes)
+    offers, twice = one_price_per_key(NAME, offers,
+                                      repeat_reason="node listed twice in one response")
+    return offers, [*rejects, *twice]
+
+
+def _offer(node: Any, capture: Capture) -> ParsedOffer | Reject | None:
+    if not isinstance(node, dict):
+        return _reject(node, f"node is not an object: {type(node).__name__}")
+    node_id = node.get("id")
+    if not isinstance(node_id, str) or not node_id.strip():
+        return _reject(node, "node without an id")
+    hardware = as_dict(node.get("hardware"))
+    gpus = [g for g in as_list(hardware.get("gpus")) if isinstance(g, dict)]
+    total = _count(node.get("gpus_total"))
+    if total is None:
+        return _reject(node, f"gpus_total is not a count: {node.get('gpus_total')!r}")
+    if total == 0 and not gpus:
+        return None  # a CPU node
+    models = {json.dumps(g.get("model")) for g in gpus}
+    label = gpus[0].get("model") if len(models) == 1 else None
+    if not isinstance(label, str) or not label.strip():
+        named = ", ".join(sorted(models)) or "none"
+        return _reject(node, f"node does not name one GPU model: {named}")
+    if total == 0:
+        return _reject(node, "gpus_total is 0 on a node with GPUs")
+    reserved = _count(node.get("gpus_reserved"))
+    if reserved is None or reserved > total:
+        return _reject(node, f"gpus_reserved {node.get('gpus_reserved')!r} is not a count of "
+                             f"the node's {total} GPUs")
+    price = as_dict(as_dict(node.get("pricing")).get("price"))
+    period = price.get("period")
+    if period != HOURLY:
+        return _reject(node, f"price period is {period!r}, not {HOURLY!r}")
+    cents = positive_number(price.get("amount"))
+    if cents is None:
+        return _reject(node, f"price amount is not a price: {price.get('amount')!r}")
+    free = 0 if node.get("reserved") is True else total - reserved
+    region = as_dict(node.get("location")).get("region")
+    key = f"{node_id}|{PricingModel.SPOT.value}"
+    mib = positive_number(gpus[0].get("ram"))
+    try:
+        return ParsedOffer(
+            provider=NAME, offer_key=key, instance_type=None, gpu_label=label, gpu_count=1,
+            # whole GiB, as Vast.ai does: nvidia-smi reports a little under nominal
+            vram_gb_per_gpu=round(mib / MIB_PER_GIB) if mib is not None else None,
+            pricing_model=PricingModel.SPOT, price_per_hour=cents / CENTS_PER_DOLLAR,
+            currency="USD", price_kind=PriceKind.OBSERVED,
+            region=region if isinstance(region, str) and region else None,
+            availability=Availability.IN_STOCK if free > 0 else Availability.OUT_OF_STOCK,
+            available_count=free, source_url=capture.url, observed_at=capture.fetched_at,
+            provider_data=_data(node, hardware, gpus, total, reserved, price))
+    except ValidationError as exc:
+        return _reject(node, f"invalid offer: {exc.errors()[0]['msg']}", key)
+
+
+def _data(node: dict[str, Any], hardware: dict[str, Any], gpus: list[dict[str, Any]],
+          total: int, reserved: int, price: dict[str, Any]) -> ProviderData:
+    data: ProviderData = {"price_basis": "per GPU", "gpus_total": total,
+                          "gpus_reserved": reserved}
+    for field in ("cluster_name", "status", "supplier_id", "reserved",
+                  "has_persistent_storage"):
+        if is_scalar(node.get(field)):
+            data[field] = node[field]
+    if is_scalar(gpus[0].get("interface")):
+        data["gpu_interface"] = gpus[0]["interface"]
+    if is_scalar(price.get("agent")):
+        data["price_agent"] = price["agent"]
+    cpus = [c for c in as_list(hardware.get("cpus")) if isinstance(c, dict)]
+    if cpus and is_scalar(cpus[0].get("model")):
+        data["node_cpu_model"] = cpus[0]["model"]
+    for name, part, field in (("node_vcpus", cpus, "virtual_cores"),
+                              ("node_ram_gb", hardware.get("ram"), "capacity"),
+                              ("node_storage_gb", hardware.get("storage"), "capacity")):
+        amounts = [positive_number(as_dict(p).get(field)) for p in as_list(part)]
+        if amounts and all(a is not None for a in amounts):
+            data[name] = sum(a for a in amounts if a is not None)
+    return data
+
+
+def _count(value: Any) -> int | None:
+    """A non-negative JSON integer (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:
+    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
+                  offer_key=key)

@@ -1,0 +1,218 @@
+"""adapters/hyperbolic.py on the marketplace response Hyperbolic committed with its CLI."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from invariants import OfferInvariants, load_capture
+
+from gpuscout.adapters import hyperbolic
+from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.http import HttpClient
+from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import Resolved, load_catalog
+from gpuscout.core.errors import ParseError
+from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
+
+SNAP = SNAPSHOTS_DIR / "hyperbolic"
+FILE = "hyperbolic_cli_example_output_5813b5c.json"
+URL = "https://api.hyperbolic.xyz/v1/marketplace"
+GPU_IDS = {
+    "NVIDIA-H100-80GB-HBM3": "h100-sxm-80gb", "NVIDIA-H200": "h200-sxm-141gb",
+    "NVIDIA-A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA-GeForce-RTX-4090": "rtx-4090-24gb",
+    "NVIDIA-L40S": "l40s-48gb", "NVIDIA-GeForce-RTX-3070": "rtx-3070-8gb",
+}
+
+
+def _capture() -> Capture:
+    return load_capture(SNAP, FILE)
+
+
+def _doc() -> dict[str, Any]:
+    return json.loads((SNAP / FILE).read_bytes())
+
+
+def _with(doc: Any) -> Capture:
+    return _capture().model_copy(update={"body": json.dumps(doc).encode()})
+
+
+def _by_key(offers: list[ParsedOffer]) -> dict[str, ParsedOffer]:
+    return {o.offer_key: o for o in offers}
+
+
+def _node(node_id: str) -> dict[str, Any]:
+    return copy.deepcopy(next(n for n in _doc()["instances"] if n["id"] == node_id))
+
+
+class TestHyperbolicInvariants(OfferInvariants):
+    NAME = "hyperbolic"
+    EXPECTED_UNKNOWN = frozenset()
+
+    @pytest.fixture
+    def offers(self) -> list[ParsedOffer]:
+        return hyperbolic.parse([_capture()]).offers
+
+
+def test_bundled_listing_counts() -> None:
+    result = hyperbolic.parse([_capture()])
+    assert (len(result.offers), len(result.rejects), result.complete) == (46, 0, True)
+    assert {o.pricing_model for o in result.offers} == {PricingModel.SPOT}
+    assert {o.price_kind for o in result.offers} == {PriceKind.OBSERVED}
+    assert {(o.currency, o.region, o.gpu_count) for o in result.offers} == {
+        ("USD", "region-1", 1)}
+    in_stock = [o for o in result.offers if o.availability is Availability.IN_STOCK]
+    assert len(in_stock) == 20
+    assert sum(o.available_count or 0 for o in result.offers) == 145
+
+
+def test_h100_node_with_free_gpus_exact_values() -> None:
+    o = _by_key(hyperbolic.parse([_capture()]).offers)["sfc-016|spot"]
+    assert (o.gpu_label, o.gpu_count, o.price_per_hour, o.pricing_model) == (
+        "NVIDIA-H100-80GB-HBM3", 1, 0.99, PricingModel.SPOT)
+    assert o.vram_gb_per_gpu == round(81559 / 1024)  # whole GiB, as for Vast.ai
+    assert (o.region, o.availability, o.available_count) == ("region-1", Availability.IN_STOCK, 6)
+    assert (o.vcpus, o.ram_gb, o.disk_gb, o.interconnect) == (None, None, None, None)
+    assert o.provider_data == {
+        "price_basis": "per GPU", "gpus_total": 8, "gpus_reserved": 2,
+        "cluster_name": "coordinated-dracaena-panther", "status": "node_ready",
+        "supplier_id": "MMDsHNxVHIh9lKGK6HmrkfKuD9a2", "reserved": False,
+        "has_persistent_storage": True, "gpu_interface": "PCIeX16", "price_agent": "platform",
+        "node_cpu_model": "Intel Xeon Platinum 8480", "node_vcpus": 224.0,
+        "node_ram_gb": 2165.0, "node_storage_gb": 2400.0}
+    assert (o.source_url, o.observed_at) == (URL, datetime(2025, 5, 14, 3, 18, 6, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(("key", "label", "price", "free", "vram_mib", "availability"), [
+    ("l-hgx-02|spot", "NVIDIA-H200", 2.15, 5, 143771, Availability.IN_STOCK),
+    ("sfc-030|spot", "NVIDIA-H100-80GB-HBM3", 1.5, 6, 81559, Availability.IN_STOCK),
+    ("gpu-cluster-luxembourg-2-y7323-bf8fc547|spot", "NVIDIA-A100-SXM4-80GB", 1.1, 8, 81920,
+     Availability.IN_STOCK),
+    ("antalpha-super-server100153|spot", "NVIDIA-GeForce-RTX-4090", 0.5, 0, 24564,
+     Availability.OUT_OF_STOCK),
+    ("ai-server|spot", "NVIDIA-L40S", 0.6, 0, 46068, Availability.OUT_OF_STOCK),
+    ("korea-amd9-17|spot", "NVIDIA-GeForce-RTX-3070", 0.16, 0, 8192, Availability.OUT_OF_STOCK),
+])
+def test_rows(key: str, label: str, price: float, free: int, vram_mib: int,
+              availability: Availability) -> None:
+    o = _by_key(hyperbolic.parse([_capture()]).offers)[key]
+    assert (o.gpu_label, o.price_per_hour, o.available_count, o.availability) == (
+        label, price, free, availability)
+    assert o.vram_gb_per_gpu == round(vram_mib / 1024)
+
+
+def test_every_known_label_resolves_to_its_gpu() -> None:
+    catalog = load_catalog()
+    for o in hyperbolic.parse([_capture()]).offers:
+        res = catalog.resolve("hyperbolic", o.gpu_label, o.vram_gb_per_gpu)
+        assert isinstance(res, Resolved) and res.gpu_id == GPU_IDS[o.gpu_label], o.offer_key
+
+
+def test_bad_nodes_are_rejected_and_cpu_nodes_skipped() -> None:
+    doc = _doc()
+    base = _node("sfc-016")
+    mixed = copy.deepcopy(base)
+    mixed["hardware"]["gpus"][1]["model"] = "NVIDIA-H200"
+    doc["instances"] = [
+        {**base, "id": "daily", "pricing": {"price": {"amount": 99, "period": "daily"}}},
+        {**base, "id": "text-price", "pricing": {"price": {"amount": "99", "period": "hourly"}}},
+        {**base, "id": "free-node", "pricing": {"price": {"amount": 0, "period": "hourly"}}},
+        {**base, "id": "over", "gpus_reserved": 9},
+        {**base, "id": "no-total", "gpus_total": "8"},
+        {**mixed, "id": "mixed"},
+        {**base, "id": ""},
+        ["not", "a", "node"],
+        {**base, "id": "cpu-only", "gpus_total": 0, "gpus_reserved": 0,
+         "hardware": {**base["hardware"], "gpus": []}},
+    ]
+    result = hyperbolic.parse([_with(doc)])
+    assert result.offers == []
+    assert [r.reason for r in result.rejects] == [
+        "price period is 'daily', not 'hourly'",
+        "price amount is not a price: '99'",
+        "price amount is not a price: 0",
+        "gpus_reserved 9 is not a count of the node's 8 GPUs",
+        "gpus_total is not a count: '8'",
+        'node does not name one GPU model: "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"',
+        "node without an id",
+        "node is not an object: list",
+    ]
+
+
+def test_reserved_node_is_out_of_stock_whatever_its_counts() -> None:
+    doc = {"instances": [{**_node("sfc-025"), "reserved": True}]}
+    (o,) = hyperbolic.parse([_with(doc)]).offers
+    assert (o.availability, o.available_count) == (Availability.OUT_OF_STOCK, 0)
+    assert o.provider_data["gpus_reserved"] == 0
+
+
+def test_node_listed_twice_is_one_offer_and_two_prices_are_a_conflict() -> None:
+    node = _node("sfc-016")
+    same = hyperbolic.parse([_with({"instances": [node, node]})])
+    assert [o.offer_key for o in same.offers] == ["sfc-016|spot"]
+    assert [r.reason for r in same.rejects] == ["node listed twice in one response"]
+    other = copy.deepcopy(node)
+    other["pricing"]["price"]["amount"] = 150
+    conflict = hyperbolic.parse([_with({"instances": [node, other]})])
+    assert conflict.offers == []
+    assert [r.reason for r in conflict.rejects] == [
+        "the source gives this offer two different prices"] * 2
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (b"<html><body>502 Bad Gateway</body></html>", None),
+    (b'{"detail": "Not authenticated"}', "instances"),
+    (b'{"instances": {"sfc-016": {}}}', "instances"),
+    (b'[{"id": "sfc-016"}]', "instances"),
+])
+def test_wrong_shape_is_a_parse_error(body: bytes, field: str | None) -> None:
+    with pytest.raises(ParseError) as err:
+        hyperbolic.parse([_capture().model_copy(update={"body": body})])
+    assert err.value.field == field
+    assert err.value.url == URL
+    assert err.value.provider == "hyperbolic"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("gpus_total", "gpu_count"), ("pricing", "price_info"), ("hardware", "specs"), ("id", "node"),
+])
+def test_renamed_field_is_a_parse_error(old: str, new: str) -> None:
+    doc = _doc()
+    doc["instances"] = [{(new if k == old else k): v for k, v in n.items()}
+                        for n in doc["instances"]]
+    with pytest.raises(ParseError) as err:
+        hyperbolic.parse([_with(doc)])
+    assert err.value.field == old
+
+
+def test_offline_fetch_replays_the_post_by_its_body() -> None:
+    with HttpClient("hyperbolic", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
+        captures = hyperbolic.fetch(client, {})
+    assert [c.body for c in captures] == [(SNAP / FILE).read_bytes()]
+    assert [(c.url, c.method) for c in captures] == [(URL, "POST")]
+    (entry,) = json.loads((SNAP / "manifest.json").read_text())
+    assert entry["request_sha256"] == hashlib.sha256(b'{"filters":{}}').hexdigest()
+    assert len(hyperbolic.parse(captures).offers) == 46
+
+
+def test_fetch_sends_the_filter_and_the_key_only_when_set() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"instances": []})
+
+    with HttpClient("hyperbolic", transport=httpx.MockTransport(handler)) as client:
+        anonymous = hyperbolic.fetch(client, {})
+        hyperbolic.fetch(client, {"HYPERBOLIC_API_KEY": "hb-secret"})
+    assert [(r.method, str(r.url)) for r in seen] == [("POST", URL)] * 2
+    assert [json.loads(r.content) for r in seen] == [{"filters": {}}] * 2
+    assert "authorization" not in seen[0].headers
+    assert seen[1].headers["authorization"] == "Bearer hb-secret"
+    result = hyperbolic.parse(anonymous)
+    assert (result.offers, result.rejects, result.complete) == ([], [], True)
