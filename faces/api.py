@@ -198,7 +198,7 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
               tokens: float | None = None, dataset_tokens: float | None = None,
               epochs: float | None = None, objective: Objective = "cost",
               spot: SpotPolicy = "allow", max_hours: float | None = None,
-              checkpoint_every_min: float = 30.0, storage_gb: float | None = None,
+              checkpoint_every_min: float | None = 30.0, storage_gb: float | None = None,
               providers: Sequence[str] | None = None, region: str | None = None,
               limit: int = 10, **options: Any) -> Recommendation:
     """Every current offer priced for the whole run (`tokens`, or `dataset_tokens` ×

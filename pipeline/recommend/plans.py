@@ -1,7 +1,12 @@
-"""The sizing side of a recommendation: one node plan per machine shape, and the job's sizes.
+"""The sizing side of a recommendation: one node plan per placement, and the job's sizes.
 
-The sizing model runs once per distinct shape found in the warehouse (GPU × GPUs per node),
-never per offer; the SQL then prices every offer against these plans.
+The sizing model runs once per distinct placement found in the warehouse (GPU × GPUs per node ×
+the fabric between machines and the cluster size the offer allows), never per offer; the SQL
+then prices every offer against these plans.
+
+An offer goes onto several machines only when it (or, failing that, its provider's profile)
+names an inter-node fabric, its machine is a full 8-GPU node, and one machine cannot hold the
+job; then the fewest machines that hold it are taken, up to the offer's cluster size.
 """
 
 from __future__ import annotations
@@ -14,9 +19,17 @@ from gpuscout.sizing.peft import trainable_params
 from gpuscout.sizing.plan import NodePlan, NodeShape, plan_node
 from gpuscout.sizing.types import JobSpec
 
-# Multi-node is tried only for full 8-GPU nodes on a fast fabric, with up to this many nodes.
-MULTI_NODE_COUNTS = (2, 4, 8)
+# Node counts tried (fewest first), up to the offer's cluster size (which is tried too).
+MULTI_NODE_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
 MIN_GPUS_FOR_MULTI_NODE = 8
+# Cluster size where neither the offer (provider_data.max_gpus) nor the provider's profile
+# (max_cluster_nodes) states one: an assumption, said in the reasons. 32 machines is 256 GPUs of
+# 8-GPU nodes, below every fabric-backed cluster product we know of.
+DEFAULT_MAX_CLUSTER_NODES = 32
+# Gb/s per machine for a named fabric whose bandwidth neither the offer nor the profile gives:
+# one NIC per machine (NDR InfiniBand / 400 GbE RoCE and EFA at 400 Gb/s, 100 GbE otherwise), a
+# cautious assumption the reasons name. HGX machines usually carry eight such NICs.
+FABRIC_ASSUMED_GBPS = {"InfiniBand": 400.0, "RoCE": 400.0, "EFA": 400.0, "Ethernet": 100.0}
 # Bytes per trainable parameter in a checkpoint: bf16 weights plus optimizer states
 # (EleutherAI "Transformer Math 101": AdamW 8 B of moments, + 4 B fp32 master when mixed;
 # 8-bit AdamW 2 B; SGD momentum 4 B; Adafactor's factored second moment ~0).
@@ -40,45 +53,87 @@ def sizes_gb(arch: Architecture, job: JobSpec, tokens: int) -> tuple[float, floa
     return checkpoint, final, storage
 
 
+def checkpoint_write_s(checkpoint_gb: float, writers: int, write_gbps: float) -> float:
+    """Seconds one checkpoint pauses training: a sharded checkpoint is written by all `writers`
+    machines at once, each its 1/writers share at `write_gbps` GB/s."""
+    return checkpoint_gb / (write_gbps * writers)
+
+
+def node_counts(max_nodes: int) -> tuple[int, ...]:
+    """Machine counts to try, fewest first: MULTI_NODE_COUNTS up to `max_nodes`, then it."""
+    counts = tuple(n for n in MULTI_NODE_COUNTS if n <= max_nodes)
+    return counts + ((max_nodes,) if max_nodes >= 2 and max_nodes not in counts else ())
+
+
+def _cluster(arch: Architecture, job: JobSpec, catalog: Catalog, single: NodePlan,
+             fabric: str, gbps: float, max_nodes: int, tokens: int) -> NodePlan:
+    gpu = catalog.gpu(single.shape.gpu_id)
+    last = single
+    for nodes in node_counts(max_nodes):
+        last = plan_node(arch, job, gpu, NodeShape(
+            gpu_id=single.shape.gpu_id, gpus_per_node=single.shape.gpus_per_node,
+            nodes=nodes, fabric=fabric, fabric_gbps=gbps), tokens)
+        if last.feasible:
+            return last
+    if last is not single and last.reason:
+        last = last.model_copy(update={
+            "reason": f"{last.reason}, on the most machines its cluster allows "
+                      f"({max_nodes})"})
+    return last
+
 
 def plan_shapes(arch: Architecture, job: JobSpec, shapes: pa.Table, tokens: int,
-                catalog: Catalog) -> list[NodePlan]:
-    """One plan per (gpu_id, gpus_per_node); more nodes only on a fast fabric."""
-    plans = []
-    for gpu_id, per_node, fabric in zip(shapes["gpu_id"].to_pylist(),
-                                        shapes["gpus_per_node"].to_pylist(),
-                                        shapes["multinode_fabric"].to_pylist(), strict=True):
-        gpu = catalog.gpu(gpu_id)
-        plan = plan_node(arch, job, gpu, NodeShape(gpu_id=gpu_id, gpus_per_node=per_node),
-                         tokens)
-        if not plan.feasible and plan.reason and plan.reason.startswith("memory wall") \
-                and fabric and per_node >= MIN_GPUS_FOR_MULTI_NODE:
-            for nodes in MULTI_NODE_COUNTS:
-                multi = plan_node(arch, job, gpu, NodeShape(
-                    gpu_id=gpu_id, gpus_per_node=per_node, nodes=nodes), tokens)
-                if multi.feasible:
-                    plan = multi
-                    break
-        plans.append(plan)
-    return plans
+                catalog: Catalog) -> list[tuple[dict, NodePlan]]:
+    """One plan per row of `shapes` (its placement key), sized once per machine shape and,
+    where the machine hits the memory wall and has a fabric, once per cluster."""
+    singles: dict[tuple[str, int], NodePlan] = {}
+    out = []
+    for key in shapes.to_pylist():
+        shape = (key["gpu_id"], key["gpus_per_node"])
+        if shape not in singles:
+            singles[shape] = plan_node(arch, job, catalog.gpu(shape[0]), NodeShape(
+                gpu_id=shape[0], gpus_per_node=shape[1]), tokens)
+        plan = singles[shape]
+        fabric = key["fabric"]
+        if (not plan.feasible and plan.reason and plan.reason.startswith("memory wall")
+                and fabric and shape[1] >= MIN_GPUS_FOR_MULTI_NODE):
+            gbps = key["fabric_gbps"] or FABRIC_ASSUMED_GBPS.get(fabric, 100.0)
+            plan = _cluster(arch, job, catalog, plan, fabric, gbps,
+                            key["max_nodes"] or DEFAULT_MAX_CLUSTER_NODES, tokens)
+        out.append((key, plan))
+    return out
 
 
-def plans_table(plans: list[NodePlan]) -> pa.Table:
+def plans_table(plans: list[tuple[dict, NodePlan]], *, checkpoint_gb: float,
+                write_gbps: float, hw_failures_per_gpu_hour: float) -> pa.Table:
+    """The plans as the SQL joins them: the placement key, then the plan, its checkpoint write
+    time and, across machines, the hardware failure rate of all its GPUs."""
     return pa.Table.from_pylist([{
-        "gpu_id": p.shape.gpu_id, "gpus_per_node": p.shape.gpus_per_node,
+        "gpu_id": k["gpu_id"], "gpus_per_node": k["gpus_per_node"], "fabric": k["fabric"],
+        "fabric_gbps": k["fabric_gbps"], "max_nodes": k["max_nodes"],
         "nodes": p.shape.nodes, "feasible": p.feasible, "reason": p.reason,
         "sharding": p.sharding, "dtype": p.dtype, "peak_gb_per_gpu": p.peak_gb_per_gpu,
         "need_gb_per_gpu": p.need_gb_per_gpu,
         "usable_gb_per_gpu": p.usable_gb_per_gpu, "hours": p.hours,
         "tokens_per_s": p.tokens_per_s,
-    } for p in plans], schema=pa.schema([
-        ("gpu_id", pa.string()), ("gpus_per_node", pa.int32()), ("nodes", pa.int32()),
+        "fabric_gbps_used": p.shape.fabric_gbps if p.shape.nodes > 1 else None,
+        "ring_gbs": p.ring_gbs, "scaling_efficiency": p.scaling_efficiency,
+        "checkpoint_writers": p.checkpoint_writers,
+        "checkpoint_write_s": checkpoint_write_s(checkpoint_gb, p.checkpoint_writers,
+                                                 write_gbps),
+        # measured on a cluster job: applied to jobs on several machines (one machine's
+        # hardware MTBF at this rate is > 6,000 h, which the model leaves out)
+        "hw_interrupts_per_hour": (hw_failures_per_gpu_hour * p.shape.gpus
+                                   if p.shape.nodes > 1 else 0.0),
+    } for k, p in plans], schema=pa.schema([
+        ("gpu_id", pa.string()), ("gpus_per_node", pa.int32()), ("fabric", pa.string()),
+        ("fabric_gbps", pa.float64()), ("max_nodes", pa.int32()), ("nodes", pa.int32()),
         ("feasible", pa.bool_()), ("reason", pa.string()), ("sharding", pa.string()),
         ("dtype", pa.string()), ("peak_gb_per_gpu", pa.float64()),
         ("need_gb_per_gpu", pa.float64()),
         ("usable_gb_per_gpu", pa.float64()), ("hours", pa.float64()),
-        ("tokens_per_s", pa.float64()),
+        ("tokens_per_s", pa.float64()), ("fabric_gbps_used", pa.float64()),
+        ("ring_gbs", pa.float64()), ("scaling_efficiency", pa.float64()),
+        ("checkpoint_writers", pa.int32()), ("checkpoint_write_s", pa.float64()),
+        ("hw_interrupts_per_hour", pa.float64()),
     ]))
-
-
-

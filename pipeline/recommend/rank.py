@@ -1,8 +1,20 @@
 """Which current offer finishes a fine-tuning run cheapest (or fastest), and why.
 
-`shapes.sql` lists the machine shapes on offer, `plans.py` sizes the job once per shape, and
-`rank.sql` prices every offer against those plans (billing granularity, storage, egress, spot
-interruptions, price age) and ranks them. Nothing loops over offers.
+`shapes.sql` lists the placements on offer (machine shape, and for offers that can span
+machines their fabric and cluster size), `plans.py` sizes the job once per placement, and
+`rank.sql` prices every offer against those plans (checkpoints, interruptions, billing
+granularity, storage, egress, price age) and ranks them. Nothing loops over offers.
+
+The whole-run time of an offer (rank.sql; the Python functions below state the same formulas):
+    T   compute seconds (the plan), C = checkpoint write seconds (plans.checkpoint_write_s)
+    λ   interruptions per hour of the job = spot rate of one machine × machines
+        + HARDWARE_FAILURES_PER_GPU_HOUR × GPUs when on several machines
+                                                             (job_interrupts_per_hour)
+    τ   checkpoint interval: --checkpoint-every, else Young/Daly sqrt(2·C·MTBF) with
+        MTBF = 1/λ' (λ' = the interruptions that lose work), within [1 min, T]; T when λ' = 0
+    run = T·(1 + C/τ);  expected = run / (1 − (λ'·τ/2 + λ·R + λ_saved·C)/3600)
+where R is the restart and λ_saved the spot interruptions whose notice is long enough to
+write a checkpoint (they lose no work, only the restart and that write).
 """
 
 from __future__ import annotations
@@ -12,21 +24,40 @@ from functools import cache
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpuscout.core.catalog import Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import DataError
-from gpuscout.pipeline.recommend.plans import plan_shapes, plans_table, sizes_gb
+from gpuscout.pipeline.profiles import planning_table
+from gpuscout.pipeline.recommend.plans import (
+    DEFAULT_MAX_CLUSTER_NODES,
+    MIN_GPUS_FOR_MULTI_NODE,
+    plan_shapes,
+    plans_table,
+    sizes_gb,
+)
 from gpuscout.pipeline.recommend.request import RecommendRequest
 from gpuscout.pipeline.recommend.result import RankedOffer, Recommendation, RejectedOffer
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.types import JobSpec
 from gpuscout.warehouse.queries import run_query
 
-# Sequential write to local NVMe, GB/s (datacenter NVMe drives write 2-4 GB/s; network volumes
-# less): the pause each checkpoint costs. An assumption, stated in every spot reason.
+# Sequential write to local NVMe per machine, GB/s (datacenter NVMe drives write 2-4 GB/s;
+# network volumes less): the pause each checkpoint costs, divided by the machines that write a
+# sharded checkpoint at once. An assumption (no provider's storage throughput is sourced yet),
+# stated in every checkpoint reason.
 CHECKPOINT_WRITE_GBPS = 1.0
+# Unexpected job interruptions per GPU-hour of a large synchronous training job: Llama 3 405B
+# pre-training saw 419 unexpected interruptions in a 54-day snapshot on 16,384 H100 GPUs, ~78 %
+# of them confirmed hardware (Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783,
+# section 3.3.4). Measured on a cluster job (hosts, NICs, switches and GPUs together), it is
+# applied to jobs that span several machines: it gives their on-demand runs an MTBF and adds to
+# their spot interruptions. One machine's hardware MTBF at this rate (> 6,000 h) is left out.
+HARDWARE_FAILURES_PER_GPU_HOUR = 419 / (16_384 * 54 * 24)
+# Young/Daly intervals shorter than this are not used (the CLI's --checkpoint-every minimum).
+MIN_CHECKPOINT_INTERVAL_S = 60.0
 # Interruption rates where the provider publishes none. Bid marketplaces (RunPod spot, Vast
 # interruptible) reclaim on outbids: assumed one interruption per 20 hours, which is also used
 # when a provider's spot mechanics are unknown. Market spot (cloud spot/preemptible): AWS Spot
@@ -41,43 +72,91 @@ REJECTED_SHOWN = 20
 
 @cache
 def _sql(name: str) -> str:
-    return (Path(__file__).parent / f"{name}.sql").read_text("utf-8")
+    text = (Path(__file__).parent / f"{name}.sql").read_text("utf-8")
+    if name == "offers":
+        return text
+    return text.replace("{offers}", _sql("offers"))
+
+
+def job_interrupts_per_hour(machine_rate: float, machines: int, gpus: int,
+                            hw_rate_per_gpu_hour: float = HARDWARE_FAILURES_PER_GPU_HOUR,
+                            ) -> float:
+    """Interruptions per hour of a job on `machines`: losing any one machine stops it, so the
+    spot rate of one machine counts once per machine, plus (across machines) hardware failures
+    per GPU."""
+    return machine_rate * machines + (hw_rate_per_gpu_hour * gpus if machines > 1 else 0.0)
+
+
+def young_daly_interval_s(write_s: float, mtbf_s: float, run_s: float | None = None,
+                          min_s: float = MIN_CHECKPOINT_INTERVAL_S) -> float:
+    """The checkpoint interval sqrt(2·C·MTBF) (Young 1974; Daly 2006, first order), which
+    minimizes the expected overhead C/τ + τ/(2·MTBF); at least `min_s`, at most the run."""
+    tau = max(math.sqrt(2 * write_s * mtbf_s), min_s)
+    return min(tau, max(run_s, min_s)) if run_s is not None else tau
+
+
+def expected_run_s(compute_s: float, write_s: float, interval_s: float, losing_per_hour: float,
+                   interrupts_per_hour: float, restart_s: float,
+                   saved_per_hour: float = 0.0) -> float:
+    """Expected wall seconds: checkpoint pauses, half an interval lost per interruption that
+    loses work, a restart per interruption, a checkpoint write per notice that saved the work."""
+    run = compute_s * (1 + write_s / interval_s)
+    loss = (losing_per_hour * interval_s / 2 + interrupts_per_hour * restart_s
+            + saved_per_hour * write_s) / 3600
+    return run / (1 - loss)
 
 
 def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
               req: RecommendRequest, catalog: Catalog | None = None) -> Recommendation:
     catalog = catalog or load_catalog()
     filters = {"providers": req.providers or None, "region": req.region,
-               "spot_policy": req.spot}
-    shapes = run_query(con, _sql("shapes"), filters)
-    if shapes.num_rows == 0:
-        raise DataError("no current offers match: run `gpuscout refresh` or widen --provider/"
-                        "--region/--spot")
-    plans = plan_shapes(arch, job, shapes, req.tokens, catalog)
+               "spot_policy": req.spot, "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
+               "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES}
     checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
     storage_gb = derived_storage if req.storage_gb is None else req.storage_gb
-    con.register("plans", plans_table(plans))
+    con.register("provider_planning", planning_table())
     try:
-        table = run_query(con, _sql("rank"), {
-            **filters, "objective": req.objective, "max_hours": req.max_hours,
-            "checkpoint_s": req.checkpoint_every_min * 60, "checkpoint_gb": checkpoint_gb,
-            "write_gbps": CHECKPOINT_WRITE_GBPS, "restart_s": req.restart_s,
-            "storage_gb": storage_gb, "egress_gb": egress_gb,
-            "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
-            "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
-            "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
-            "dtype": job.dtype,
-        })
+        shapes = run_query(con, _sql("shapes"), filters)
+        if shapes.num_rows == 0:
+            raise DataError("no current offers match: run `gpuscout refresh` or widen "
+                            "--provider/--region/--spot")
+        plans = plan_shapes(arch, job, shapes, req.tokens, catalog)
+        con.register("plans", plans_table(
+            plans, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
+            hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR))
+        try:
+            every = req.checkpoint_every_min
+            table = run_query(con, _sql("rank"), {
+                **filters, "objective": req.objective, "max_hours": req.max_hours,
+                "checkpoint_s": None if every is None else every * 60.0,
+                "min_interval_s": MIN_CHECKPOINT_INTERVAL_S, "checkpoint_gb": checkpoint_gb,
+                "write_gbps": CHECKPOINT_WRITE_GBPS, "restart_s": req.restart_s,
+                "storage_gb": storage_gb, "egress_gb": egress_gb,
+                "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
+                "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
+                "hw_failures_per_gpu_hour": HARDWARE_FAILURES_PER_GPU_HOUR,
+                "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
+                "dtype": job.dtype,
+            })
+        finally:
+            con.unregister("plans")
     finally:
-        con.unregister("plans")
+        con.unregister("provider_planning")
     why = pc.field("rejected_because")
     accepted = table.filter(why.is_null())
     rejected = table.filter(why.is_valid())
     if accepted.num_rows:
-        # Cheaper by the hour than the winner, yet unable to run the job well: the --explain list.
+        # Cheaper by the hour than the winner, yet unable to run the job well: the --explain
+        # list
         best_hourly = accepted["price_usd_per_hour"][0].as_py()
         rejected = rejected.filter(pc.field("price_usd_per_hour") < best_hourly)
-    rejected = rejected.sort_by([("price_usd_per_hour", "ascending")])
+    # the machines with the most GPU memory first (the nearest to holding the job: a big
+    # machine that is not sold as a cluster, not the smallest cards), then the cheapest
+    memory = pa.array([(n or 0) * (gb or 0.0) for n, gb in zip(
+        rejected["gpus_per_node"].to_pylist(), rejected["usable_gb_per_gpu"].to_pylist(),
+        strict=True)], pa.float64())
+    rejected = rejected.append_column("machine_gb", memory).sort_by(
+        [("machine_gb", "descending"), ("price_usd_per_hour", "ascending")])
     return Recommendation(
         model_id=arch.model_id, method=job.method, tokens=req.tokens,
         storage_gb=round(storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),

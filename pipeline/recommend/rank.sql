@@ -1,30 +1,19 @@
 -- Every current offer priced for one fine-tuning run, set-wise. `plans` (Arrow, one row per
--- machine shape: gpu_id, gpus_per_node) says whether and how the job fits and how long it
--- takes; this query adds billing, storage, egress, spot interruptions and price age, and ranks.
--- Every offer comes back: those that cannot serve the run carry `rejected_because`, so
--- `--explain` can say why a cheaper offer lost. Parameters:
---   $providers, $region, $spot_policy (allow|prefer|forbid), $objective (cost|time|balanced),
---   $max_hours, $checkpoint_s, $checkpoint_gb, $write_gbps, $restart_s, $storage_gb,
---   $egress_gb, $bid_interrupts_per_hour, $market_interrupts_per_hour, $now, $stale_days,
---   $dtype (the precision asked for)
-WITH offers AS (
-    -- an offer's own billing granularity wins over its provider's profile
-    SELECT o.* EXCLUDE (billing_increment_s),
-           coalesce(o.billing_increment_s, p.billing_increment_s) AS billing_increment_s,
-           p.min_charge_s, p.storage_usd_per_gb_month,
-           p.egress_usd_per_gb, p.spot_notice_s, p.spot_pricing,
-           p.multinode_fabric AS profile_fabric
-    FROM current_offers o
-    LEFT JOIN provider_profiles p USING (provider)
-    WHERE ($providers IS NULL OR list_contains($providers, o.provider))
-      AND ($region IS NULL OR o.region ILIKE '%' || $region || '%'
-           OR o.geography = lower($region))
-      AND ($spot_policy <> 'forbid' OR o.pricing_model <> 'spot')
-),
+-- placement: gpu_id, gpus_per_node, fabric, fabric_gbps, max_nodes) says whether and how the
+-- job fits, on how many machines, how long it computes, how long one checkpoint takes to write
+-- and how often its GPUs fail; this query adds checkpoints, interruptions, billing, storage,
+-- egress and price age, and ranks. Every offer comes back: those that cannot serve the run
+-- carry `rejected_because`, so `--explain` can say why a cheaper offer lost. Parameters:
+--   those of offers.sql, $objective (cost|time|balanced), $max_hours, $checkpoint_s (NULL:
+--   Young/Daly per offer), $min_interval_s, $checkpoint_gb, $write_gbps, $restart_s,
+--   $storage_gb, $egress_gb, $bid_interrupts_per_hour, $market_interrupts_per_hour,
+--   $hw_failures_per_gpu_hour (for the reasons), $now, $stale_days, $dtype (precision asked)
+WITH {offers},
 joined AS (
     SELECT o.*, pl.nodes, pl.feasible, pl.sharding, pl.dtype, pl.peak_gb_per_gpu,
-           pl.need_gb_per_gpu,
-           pl.usable_gb_per_gpu, pl.hours, pl.tokens_per_s,
+           pl.need_gb_per_gpu, pl.usable_gb_per_gpu, pl.hours, pl.tokens_per_s,
+           pl.fabric_gbps_used, pl.ring_gbs, pl.scaling_efficiency, pl.checkpoint_writers,
+           pl.checkpoint_write_s AS write_s, pl.hw_interrupts_per_hour,
            CASE
                WHEN o.gpu_id IS NULL THEN 'unknown GPU label ' || o.gpu_label
                WHEN o.gpu_count < 1 OR o.gpu_count <> floor(o.gpu_count)
@@ -33,15 +22,23 @@ joined AS (
                    THEN 'GPU component price only: CPU and RAM are billed on top'
                WHEN pl.feasible IS NULL THEN 'no sizing plan for this machine shape'
                WHEN NOT pl.feasible THEN pl.reason
+                   || CASE WHEN pl.reason LIKE 'memory wall%' AND o.fabric IS NULL
+                                AND o.gpu_count >= $min_gpus_multi_node
+                           THEN '; no inter-node fabric known for ' || o.provider
+                                || ': not placed on several machines'
+                           ELSE '' END
            END AS reject_reason
     FROM offers o
     LEFT JOIN plans pl
         ON pl.gpu_id = o.gpu_id AND pl.gpus_per_node = CAST(o.gpu_count AS INTEGER)
+       AND pl.fabric IS NOT DISTINCT FROM o.fabric
+       AND pl.fabric_gbps IS NOT DISTINCT FROM o.fabric_gbps
+       AND pl.max_nodes IS NOT DISTINCT FROM o.max_nodes
 ),
-timed AS (
+rates AS (
     SELECT *,
-        -- checkpoint writes pause training for checkpoint_gb / write_gbps every interval
-        hours * 3600 * (1 + $checkpoint_gb / $write_gbps / $checkpoint_s) AS run_s,
+        hours * 3600 AS compute_s,
+        -- interruptions per hour of ONE machine
         CASE
             WHEN pricing_model <> 'spot' THEN 0.0
             -- AWS Spot Advisor: share of instances interrupted in a month, band midpoint
@@ -52,7 +49,7 @@ timed AS (
             WHEN spot_pricing IN ('market', 'fixed_discount') THEN $market_interrupts_per_hour
             -- bid marketplaces, and spot whose mechanics are unknown: the cautious rate
             ELSE $bid_interrupts_per_hour
-        END AS interrupts_per_hour,
+        END AS machine_interrupts_per_hour,
         CASE
             WHEN pricing_model <> 'spot' THEN NULL
             WHEN json_extract_string(provider_data, '$.interruption_band') IS NOT NULL
@@ -65,11 +62,36 @@ timed AS (
         END AS interruption_source
     FROM joined
 ),
+chosen AS (
+    SELECT *,
+        -- an interruption of any machine stops the whole job
+        machine_interrupts_per_hour * nodes AS spot_interrupts_per_hour,
+        -- a notice long enough to write a checkpoint saves the work since the last one
+        coalesce(pricing_model = 'spot' AND spot_notice_s >= write_s, false) AS notice_saves,
+        hw_interrupts_per_hour + spot_interrupts_per_hour AS interrupts_per_hour,
+        hw_interrupts_per_hour
+            + CASE WHEN notice_saves THEN 0 ELSE spot_interrupts_per_hour END AS losing_per_hour,
+        -- Young (1974) / Daly (2006): the interval sqrt(2·C·MTBF) minimizes C/τ + τ/(2·MTBF)
+        CASE WHEN losing_per_hour > 0
+             THEN sqrt(2 * write_s * 3600 / losing_per_hour) END AS young_daly_s,
+        -- nothing that loses work: one checkpoint, at the end
+        coalesce($checkpoint_s,
+                 CASE WHEN young_daly_s IS NULL THEN greatest(compute_s, $min_interval_s)
+                      ELSE least(greatest(young_daly_s, $min_interval_s),
+                                 greatest(compute_s, $min_interval_s)) END) AS interval_s
+    FROM rates
+),
 spot AS (
     SELECT *,
-        -- each interruption loses half a checkpoint interval of work plus a restart
-        interrupts_per_hour / 3600 * ($checkpoint_s / 2 + $restart_s) AS loss_share
-    FROM timed
+        -- checkpoint writes pause training for write_s every interval of compute
+        compute_s * write_s / interval_s AS checkpoint_total_s,
+        compute_s + compute_s * write_s / interval_s AS run_s,
+        -- share of wall time lost: half an interval of work per losing interruption, a
+        -- restart per interruption, an extra checkpoint per notice that saved the work
+        (losing_per_hour * interval_s / 2 + interrupts_per_hour * $restart_s
+         + CASE WHEN notice_saves THEN spot_interrupts_per_hour * write_s ELSE 0 END)
+            / 3600 AS loss_share
+    FROM chosen
 ),
 expected AS (
     SELECT *,
@@ -100,25 +122,43 @@ ranked AS (
         expected_s / 3600 AS expected_hours,
         coalesce($max_hours IS NOT NULL AND expected_s / 3600 > $max_hours, false) AS too_slow
     FROM costed
+),
+compared AS (
+    -- the same provider's on-demand run on the same machines, for spot to be measured against
+    SELECT *,
+        min(total_usd) FILTER (WHERE pricing_model = 'on_demand' AND reject_reason IS NULL
+                                 AND expected_s IS NOT NULL AND NOT too_slow)
+            OVER (PARTITION BY provider, gpu_id, gpu_count, nodes) AS od_total_usd,
+        min(price_usd_per_hour) FILTER (WHERE pricing_model = 'on_demand')
+            OVER (PARTITION BY provider, gpu_id, gpu_count) AS od_price_usd_per_hour
+    FROM ranked
 )
 SELECT
     provider, offer_key, gpu_id, CAST(gpu_count AS INTEGER) AS gpus_per_node, nodes,
-    interconnect, pricing_model, price_usd_per_hour, price_usd_per_gpu_hour, region,
+    interconnect, fabric AS network, fabric_gbps_used AS network_gbps,
+    pricing_model, price_usd_per_hour, price_usd_per_gpu_hour, region,
     sharding, dtype, round(need_gb_per_gpu, 2) AS need_gb_per_gpu,
     round(peak_gb_per_gpu, 2) AS peak_gb_per_gpu,
     round(usable_gb_per_gpu, 1) AS usable_gb_per_gpu, tokens_per_s,
     round(hours, 3) AS compute_hours, round(expected_hours, 3) AS expected_hours,
-    round(billed_s / 3600, 3) AS billed_hours, round(expected_interruptions, 2)
-        AS expected_interruptions,
+    round(billed_s / 3600, 3) AS billed_hours,
+    round(interval_s / 60, 1) AS checkpoint_every_min,
+    round(checkpoint_total_s / 3600, 3) AS checkpoint_hours,
+    round(interrupts_per_hour, 6) AS interruptions_per_hour,
+    round(expected_interruptions, 2) AS expected_interruptions,
     round(compute_usd, 2) AS compute_usd, round(storage_usd, 2) AS storage_usd,
     round(egress_usd, 2) AS egress_usd, round(total_usd, 2) AS total_usd,
     observed_at, price_age_days, stale,
     coalesce(reject_reason,
         CASE WHEN expected_s IS NULL
-             THEN printf('spot interrupted too often (%.3f/h) for %d-min checkpoints: it '
-                         || 'would never finish', interrupts_per_hour,
-                         CAST($checkpoint_s / 60 AS INT)) END,
-        CASE WHEN too_slow
+             THEN printf('interrupted too often (%.3f/h over %d machine(s)) for %.0f-min '
+                         || 'checkpoints: it would never finish', interrupts_per_hour, nodes,
+                         interval_s / 60) END,
+        CASE WHEN too_slow AND pricing_model = 'spot' AND run_s / 3600 <= $max_hours
+             THEN printf('takes %.1f h with the expected spot restarts (%.1f h without '
+                         || 'interruptions), over --max-hours %.1f', expected_hours,
+                         run_s / 3600, $max_hours)
+             WHEN too_slow
              THEN printf('takes %.1f h, over --max-hours %.1f', expected_hours, $max_hours)
         END) AS rejected_because,
     list_filter([
@@ -131,8 +171,19 @@ SELECT
              WHEN gpu_count > 1
                  THEN printf('%s between GPUs: gradient/shard traffic is slower', interconnect)
         END,
-        CASE WHEN nodes > 1 THEN printf('%d nodes over %s', nodes,
-                                        coalesce(nullif(network, 'unknown'), profile_fabric))
+        CASE WHEN nodes > 1
+             THEN printf('%d machines over %s at %.0f Gb/s each (%s%s): %s ring at ~%.0f GB/s '
+                         || 'per GPU, %.0f%% scaling; ', nodes, fabric, fabric_gbps_used,
+                         fabric_source,
+                         CASE WHEN fabric_gbps IS NULL THEN ', Gb/s not stated: assumed'
+                              ELSE '' END,
+                         sharding, ring_gbs, 100 * scaling_efficiency)
+                  || CASE max_nodes_source
+                         WHEN 'assumed'
+                         THEN printf('cluster size not published: assumed up to %d machines',
+                                     max_nodes)
+                         ELSE printf('clusters of up to %d machines (%s)', max_nodes,
+                                     max_nodes_source) END
         END,
         CASE WHEN billing_increment_s IS NULL
                  THEN 'billing granularity unknown: assumed hourly'
@@ -145,11 +196,62 @@ SELECT
         CASE WHEN billed_s - expected_s >= 60
              THEN printf('pays %.2f h for %.2f h of work', billed_s / 3600, expected_s / 3600)
         END,
-        CASE WHEN pricing_model = 'spot'
-             THEN printf('spot: ~%.2f interruptions (%s), +%.0f%% time from lost work and '
-                         || 'restarts with %d-min checkpoints', expected_interruptions,
-                         interruption_source, 100 * loss_share / (1 - loss_share),
-                         CAST($checkpoint_s / 60 AS INT))
+        CASE WHEN expected_s IS NOT NULL
+             THEN CASE WHEN $checkpoint_s IS NOT NULL
+                       THEN printf('checkpoint every %.0f min (--checkpoint-every)',
+                                   interval_s / 60)
+                       WHEN young_daly_s IS NULL
+                       THEN 'one checkpoint: no interruption that loses work is modeled'
+                       WHEN interval_s >= compute_s
+                       THEN printf('one checkpoint: the run is shorter than the Young/Daly '
+                                   || 'interval √(2·C·MTBF) = %.1f h', young_daly_s / 3600)
+                       ELSE printf('checkpoint every %.0f min: Young/Daly √(2·C·MTBF)',
+                                   interval_s / 60)
+                  END
+                  || CASE WHEN losing_per_hour > 0
+                          THEN printf(' with C = %.0f s and MTBF %.0f h (%s)', write_s,
+                                      1 / losing_per_hour,
+                                      concat_ws(' + ',
+                                          CASE WHEN hw_interrupts_per_hour > 0
+                                               THEN printf('%d GPUs × %.3g failures per '
+                                                           || 'GPU-hour',
+                                                           CAST(gpu_count * nodes AS INT),
+                                                           $hw_failures_per_gpu_hour) END,
+                                          CASE WHEN pricing_model = 'spot'
+                                                    AND NOT notice_saves
+                                               THEN 'spot interruptions' END))
+                          ELSE '' END
+                  || printf('; %.1f GB written by %d machine%s at once at %.1f GB/s each: '
+                            || '%.2f h writing checkpoints', $checkpoint_gb,
+                            checkpoint_writers,
+                            CASE WHEN checkpoint_writers > 1 THEN 's' ELSE '' END,
+                            $write_gbps, checkpoint_total_s / 3600)
+        END,
+        CASE WHEN pricing_model = 'spot' AND expected_s IS NOT NULL
+             THEN printf('spot (%s): ', interruption_source)
+                  || CASE WHEN nodes > 1
+                          THEN printf('any of %d machines stops the job: %d × %.5f = %.4f '
+                                      || 'interruptions/h', nodes, nodes,
+                                      machine_interrupts_per_hour, spot_interrupts_per_hour)
+                          ELSE printf('%.5f interruptions/h', spot_interrupts_per_hour) END
+                  || printf('; ~%.2f expected, +%.1f%% time from lost work and restarts',
+                            expected_interruptions, 100 * loss_share / (1 - loss_share))
+                  || CASE WHEN notice_saves
+                          THEN printf('; the %d s notice fits a %.0f s checkpoint, so only '
+                                      || 'the restart is lost (needs save-on-notice)',
+                                      spot_notice_s, write_s)
+                          WHEN spot_notice_s IS NOT NULL
+                          THEN printf('; the %d s notice is too short for a %.0f s checkpoint',
+                                      spot_notice_s, write_s)
+                          ELSE '; notice time unknown' END
+        END,
+        CASE WHEN pricing_model = 'spot' AND od_total_usd IS NOT NULL
+                  AND total_usd > od_total_usd
+             THEN printf('dearer than %s on-demand on the same machines ($%.2f): %s', provider,
+                         od_total_usd,
+                         CASE WHEN price_usd_per_hour < od_price_usd_per_hour
+                              THEN 'the expected restarts cost more than the discount saves'
+                              ELSE 'its hourly price is no lower' END)
         END,
         CASE WHEN $storage_gb > 0 AND storage_usd_per_gb_month IS NULL
              THEN 'storage price unknown: not counted' END,
@@ -162,7 +264,7 @@ SELECT
         CASE WHEN price_age_days > $stale_days
              THEN printf('price observed %d days ago', price_age_days) END,
     ], lambda x: x IS NOT NULL) AS reasons
-FROM ranked
+FROM compared
 ORDER BY
     rejected_because IS NOT NULL,
     CASE WHEN $spot_policy = 'prefer' THEN pricing_model <> 'spot' ELSE false END,

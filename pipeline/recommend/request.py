@@ -22,7 +22,10 @@ class RecommendRequest(BaseModel):
     objective: Objective = "cost"
     spot: SpotPolicy = "allow"
     max_hours: float | None = Field(default=None, gt=0)
-    checkpoint_every_min: float = Field(default=30.0, gt=0)
+    checkpoint_every_min: float | None = Field(
+        default=30.0, gt=0,
+        description="minutes between checkpoints; None: chosen per offer by Young/Daly "
+                    "from its checkpoint write time and its interruption rate")
     storage_gb: float | None = Field(default=None, ge=0, description="else derived from the job")
     providers: list[str] | None = None
     region: str | None = None

@@ -18,8 +18,13 @@ class RankedOffer(BaseModel):
     gpus_per_node: int
     nodes: int = Field(description="machines the job spans (1: one machine)")
     interconnect: str | None = Field(description="between the GPUs of one machine")
+    network: str | None = Field(default=None, description="between machines (InfiniBand, EFA, "
+                                "RoCE, Ethernet) when the offer can span several; else None")
+    network_gbps: float | None = Field(default=None, description="per machine, as sized "
+                                       "(stated by the offer or profile, or assumed)")
     pricing_model: PricingModel
-    price_usd_per_hour: float = Field(description="all machines together")
+    price_usd_per_hour: float = Field(description="one machine, as offered (× nodes for the "
+                                                  "cluster)")
     price_usd_per_gpu_hour: float
     region: str | None
     sharding: str = Field(description="none, ddp, zero2, zero3, ... as sized for this offer")
@@ -33,6 +38,11 @@ class RankedOffer(BaseModel):
                                               "work and restarts")
     billed_hours: float = Field(description="expected hours rounded up to the billing "
                                             "increment")
+    checkpoint_every_min: float = Field(default=0.0, description="the interval used: "
+                                        "--checkpoint-every, or Young/Daly's")
+    checkpoint_hours: float = Field(default=0.0, description="hours spent writing checkpoints")
+    interruptions_per_hour: float = Field(default=0.0, description="of the whole job: spot "
+                                          "rate × machines + hardware failures × GPUs")
     expected_interruptions: float
     compute_usd: float
     storage_usd: float

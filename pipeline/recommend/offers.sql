@@ -1,0 +1,43 @@
+-- The `offers` CTE that shapes.sql and rank.sql both start from (rank.py puts it in place of
+-- {offers}): the current offers a recommendation may use, with their provider's facts and
+-- their placement key. `provider_planning` (Arrow: provider, max_cluster_nodes) holds the
+-- profile facts the warehouse has no column for yet. Parameters: $providers, $region,
+-- $spot_policy, $min_gpus_multi_node, $default_max_nodes.
+offers AS (
+    SELECT o.* EXCLUDE (billing_increment_s),
+           -- an offer's own billing granularity wins over its provider's profile
+           coalesce(o.billing_increment_s, p.billing_increment_s) AS billing_increment_s,
+           p.min_charge_s, p.storage_usd_per_gb_month,
+           p.egress_usd_per_gb, p.spot_notice_s, p.spot_pricing,
+           -- the fabric between machines: the offer's own, else its provider's profile; only
+           -- full 8-GPU machines are placed on several
+           CASE WHEN o.gpu_count >= $min_gpus_multi_node
+                THEN coalesce(nullif(o.network, 'unknown'), p.multinode_fabric) END AS fabric,
+           CASE WHEN fabric IS NULL THEN NULL
+                WHEN o.network <> 'unknown' THEN 'offer'
+                ELSE 'provider profile' END                                 AS fabric_source,
+           CASE WHEN fabric IS NULL THEN NULL
+                WHEN o.network <> 'unknown'
+                    THEN coalesce(o.network_gbps,
+                                  CASE WHEN p.multinode_fabric = o.network
+                                       THEN p.multinode_gbps END)
+                ELSE p.multinode_gbps END                                   AS fabric_gbps,
+           -- the most machines one cluster may have: the offer's own GPU limit, else the
+           -- profile's, else the stated default
+           CAST(floor(TRY_CAST(json_extract_string(o.provider_data, '$.max_gpus') AS DOUBLE)
+                      / o.gpu_count) AS INTEGER)                             AS offer_max_nodes,
+           CASE WHEN fabric IS NULL THEN NULL
+                ELSE coalesce(offer_max_nodes, pp.max_cluster_nodes, $default_max_nodes)
+           END                                                              AS max_nodes,
+           CASE WHEN fabric IS NULL THEN NULL
+                WHEN offer_max_nodes IS NOT NULL THEN 'offer'
+                WHEN pp.max_cluster_nodes IS NOT NULL THEN 'provider profile'
+                ELSE 'assumed' END                                          AS max_nodes_source
+    FROM current_offers o
+    LEFT JOIN provider_profiles p USING (provider)
+    LEFT JOIN provider_planning pp USING (provider)
+    WHERE ($providers IS NULL OR list_contains($providers, o.provider))
+      AND ($region IS NULL OR o.region ILIKE '%' || $region || '%'
+           OR o.geography = lower($region))
+      AND ($spot_policy <> 'forbid' OR o.pricing_model <> 'spot')
+)
