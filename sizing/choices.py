@@ -11,6 +11,10 @@ Quant = Literal["none", "int8", "nf4"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]
+Framework = Literal["hf", "trl", "axolotl", "unsloth", "torchtune", "litgpt", "llama-factory",
+                    "ms-swift"]
+Loss = Literal["eager", "chunked", "fused", "cce"]
+Nf4Backend = Literal["bitsandbytes", "torchao"]
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -21,4 +25,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "optimizer": Optimizer.__args__,  # type: ignore[attr-defined]
     "sharding": Sharding.__args__,  # type: ignore[attr-defined]
     "offload": Offload.__args__,  # type: ignore[attr-defined]
+    "framework": Framework.__args__,  # type: ignore[attr-defined]
+    "loss": Loss.__args__,  # type: ignore[attr-defined]
+    "nf4_backend": Nf4Backend.__args__,  # type: ignore[attr-defined]
 }

@@ -19,8 +19,11 @@ from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.choices import (
     CHOICES,
     Dtype,
+    Framework,
     LoraTargets,
+    Loss,
     Method,
+    Nf4Backend,
     Offload,
     Optimizer,
     Quant,
@@ -56,22 +59,53 @@ class Job(BaseModel):
         default="none",
         description="none|int8|nf4 base weights (qlora implies nf4)")
     double_quant: bool = Field(default=True, description="NF4 double quantization of the scales")
-    optimizer: Optimizer = Field(
-        default="adamw",
-        description="adamw|adamw-8bit|paged-adamw-8bit|sgd|adafactor")
-    mixed_precision: bool = Field(
-        default=True,
-        description="fp32 master weights and states, or all 16-bit")
+    framework: Framework = Field(
+        default="hf",
+        description="hf|trl|axolotl|unsloth|torchtune|litgpt|llama-factory|ms-swift: fills "
+                    "the options below you do not give with that framework's defaults")
+    optimizer: Optimizer | None = Field(
+        default=None,
+        description="adamw|adamw-8bit|paged-adamw-8bit|sgd|adafactor (default adamw)")
+    mixed_precision: bool | None = Field(
+        default=None,
+        description="fp32 master weights and states, or all 16-bit (default mixed)")
+    upcast_non_quantized: bool | None = Field(
+        default=None,
+        description="k-bit base: embeddings, head and norms cast to fp32 (PEFT "
+                    "prepare_model_for_kbit_training; default on)")
     batch_size: int = Field(default=1, description="micro-batch per GPU")
     seq_len: int = Field(default=2048, description="tokens per sequence")
     grad_accum: int = Field(default=1, description="gradient accumulation steps")
-    grad_checkpointing: bool = Field(default=True, description="recompute activations")
+    grad_checkpointing: bool | None = Field(
+        default=None, description="recompute activations (default on)")
+    checkpoint_offload: bool | None = Field(
+        default=None,
+        description="offloaded gradient checkpointing (Unsloth 'unsloth'): checkpointed block "
+                    "inputs wait in CPU RAM")
+    activation_offloading: bool | None = Field(
+        default=None,
+        description="saved activations moved to CPU RAM during forward (torchtune/TRL)")
     flash_attention: bool = Field(
         default=True,
         description="FlashAttention/SDPA vs eager attention")
-    chunked_loss: bool = Field(
-        default=False,
-        description="fused/chunked cross-entropy (Liger-style)")
+    chunked_loss: bool | None = Field(
+        default=None,
+        description="fused linear cross-entropy (Liger-style); same as --loss fused")
+    loss: Loss | None = Field(
+        default=None,
+        description="eager|chunked|fused|cce: full fp32 logits, torchtune/litgpt chunks, "
+                    "Liger/Unsloth fused, or Cut Cross-Entropy (default eager)")
+    compile: bool | None = Field(
+        default=None, description="torch.compile the model (default off)")
+    optimizer_in_backward: bool | None = Field(
+        default=None,
+        description="step each parameter during backward and free its gradient (torchtune "
+                    "optimizer_in_bwd; needs --grad-accum 1)")
+    nf4_backend: Nf4Backend | None = Field(
+        default=None, description="bitsandbytes|torchao NF4 kernels (default bitsandbytes)")
+    train_embeddings: bool | None = Field(
+        default=None,
+        description="PEFT: also train the embeddings and LM head (modules_to_save)")
     packed: bool = Field(
         default=False,
         description="sequences packed to --seq-len, or batches of varying length (the "
@@ -98,11 +132,17 @@ class Job(BaseModel):
 
     def resolve(self) -> tuple[Architecture, JobSpec, list[str]]:
         """The architecture, validated job and warnings (UserInputError on nonsense)."""
+        from gpuscout.sizing.frameworks import fill
         from gpuscout.sizing.types import JobSpec
 
         arch, warnings = self.architecture()
-        fields = self.model_dump(exclude={"model", "config", "params", "packed"})
-        return arch, JobSpec(**fields, variable_lengths=not self.packed), warnings
+        fields = self.model_dump(exclude={"model", "config", "params", "packed", "framework",
+                                          "chunked_loss"})
+        if fields["loss"] is None and self.chunked_loss is not None:
+            fields["loss"] = "fused" if self.chunked_loss else "eager"
+        fields, notes = fill(self.framework, fields)
+        spec = JobSpec(**fields, variable_lengths=not self.packed)
+        return arch, spec, [*warnings, *notes]
 
     def architecture(self) -> tuple[Architecture, list[str]]:
         """Exactly one of model, config, params picks the architecture."""

@@ -84,6 +84,21 @@ LOSS_SEGMENT_BYTES = 2 + 2 + FP32 * LOSS_FP32_BUFFERS
 # chunk so that chunk × vocabulary ≈ tokens × hidden, and keeps an fp32 gradient of the hidden
 # states: about tokens × hidden × (the fp32 loss buffers above + 1 fp32 gradient).
 CHUNKED_LOSS_BYTES_PER_HIDDEN = FP32 * (LOSS_FP32_BUFFERS + 1)
+# Chunked, not fused (torchtune LinearCrossEntropyLoss, num_output_chunks=8; litgpt
+# chunked_cross_entropy): each chunk runs F.cross_entropy(logits.float()), and autograd keeps
+# every chunk's fp32 log-softmax output until backward, which then handles one chunk at a time
+# (its two fp32 gradient buffers). So one fp32 tokens × vocabulary buffer instead of three,
+# plus two fp32 buffers of one chunk.
+CHUNKED_LOSS_CHUNKS = 8
+# Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009, the axolotl plugin): logits are
+# computed block by block in on-chip memory and never written out; the forward keeps one fp32
+# log-sum-exp per token and the backward writes the fp32 gradient of the hidden states.
+CCE_BYTES_PER_HIDDEN = FP32
+# Activation offloading (torchtune OffloadActivations, TRL activation_offloading, Unsloth's
+# offloaded checkpointing): saved tensors are copied to pinned CPU memory on a side stream as
+# the forward produces them and copied back just before the backward needs them; the layer in
+# use and the one in transfer stay on the GPU.
+OFFLOAD_RESIDENT_LAYERS = 2
 
 # DeepSpeed ZeRO default bucket sizes (reduce_bucket_size, allgather_bucket_size): 5e8 elements
 # (DeepSpeed config docs; EleutherAI cookbook calc_transformer_mem.py uses the same). With
@@ -174,6 +189,26 @@ def _uses_kbit_upcast(job: JobSpec) -> bool:
             and job.sharding not in ("zero3", "fsdp"))
 
 
+def nf4_bytes(job: JobSpec) -> float:
+    """Bytes per NF4 weight. bitsandbytes quantizes the absmax scales only with double
+    quantization; torchao's NF4Tensor (torchtune's QLoRA) always does (to_nf4 block_size 64,
+    scaler_block_size 256 with int8 scalers: the same 4.127 bits), whatever --double-quant."""
+    if job.nf4_backend == "torchao" or job.double_quant:
+        return NF4_DQ_BYTES
+    return NF4_BYTES
+
+
+def _largest_trainable_param(arch: Architecture, job: JobSpec) -> float:
+    """Elements of the largest single trainable tensor (a gradient freed on its own)."""
+    if job.is_peft:
+        biggest = max(max(m.d_in, m.d_out) * job.lora_rank for blk in arch.blocks() for m in blk)
+        if job.train_embeddings:
+            biggest = max(biggest, arch.vocab_size * arch.hidden_size)
+        return float(min(biggest, trainable_params(arch, job)))
+    linear = max(m.d_in * m.d_out for blk in arch.blocks() for m in blk)
+    return float(max(linear, arch.vocab_size * arch.hidden_size))
+
+
 def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
     """The frozen base model of a PEFT job, by storage type."""
     b = DTYPE_BYTES[dtype]
@@ -182,14 +217,13 @@ def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float
     rest = FP32 if _uses_kbit_upcast(job) else b
     linear = arch.linear_weight_params
     if job.quant == "nf4":
-        q = NF4_DQ_BYTES if job.double_quant else NF4_BYTES
-        return linear * q + arch.non_linear_params * rest
+        return linear * nf4_bytes(job) + arch.non_linear_params * rest
     scales = sum(m.count * m.d_out for blk in arch.blocks() for m in blk) * FP32
     return linear * INT8_BYTES + scales + arch.non_linear_params * rest
 
 
-def activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
-    """Saved activations for one micro-batch (bytes), including the final norm."""
+def _activation_split(arch: Architecture, job: JobSpec, dtype: Dtype) -> _ActivationSplit:
+    """Saved activations of one micro-batch by layer (see `_ActivationSplit`)."""
     ab = FP32 if dtype == "fp32" or _uses_kbit_upcast(job) else DTYPE_BYTES[dtype]
     b = job.batch_size
     extra = job.num_virtual_tokens if job.method == "prompt" else 0
@@ -211,14 +245,58 @@ def activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
         per_block.append(tokens * per_tok + cross_kv)
 
     tokens_out = b * s_dec
-    final = tokens_out * arch.hidden_size * (FP32 + (2 * ab if job.method == "full" else 0))
+    head_input = ab * arch.hidden_size if job.train_embeddings else 0  # a trainable head's input
+    final = tokens_out * (arch.hidden_size * (FP32 + (2 * ab if job.method == "full" else 0))
+                          + head_input)
     if not job.grad_checkpointing:
-        return sum(per_block) + final
+        return _ActivationSplit(kept=per_block, working=max(per_block), final=final)
     # Full recompute keeps each block's input and re-runs one block at a time during backward
     # (Korthikanti et al. 2022, §4: 2·s·b·h per layer plus one layer's activations).
-    ckpt = sum(b * (s_dec if enc_dec and i >= n_enc else s_enc) * arch.hidden_size * ab
-               for i in range(len(blocks)))
-    return ckpt + max(per_block) + final
+    ckpt = [float(b) * (s_dec if enc_dec and i >= n_enc else s_enc) * arch.hidden_size * ab
+            for i in range(len(blocks))]
+    return _ActivationSplit(kept=ckpt, working=max(per_block), final=final)
+
+
+@dataclass(frozen=True)
+class _ActivationSplit:
+    """What a micro-batch's forward leaves saved: `kept` per layer until its backward (the
+    checkpointed block inputs, or every saved tensor without checkpointing), `working` the
+    one block being recomputed/back-propagated, `final` the last norm and head input."""
+
+    kept: list[float]
+    working: float
+    final: float
+
+
+def _offloads(job: JobSpec) -> bool:
+    return job.activation_offloading or (job.checkpoint_offload and job.grad_checkpointing)
+
+
+def activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
+    """Saved activations on the GPU for one micro-batch (bytes), including the final norm.
+
+    With checkpointing, one input per block plus one block's activations; without, every
+    block's saved tensors. Offloading (`activation_offloading`, or `checkpoint_offload` with
+    checkpointing: Unsloth's offloaded gradient checkpointing) moves the per-layer tensors to
+    CPU RAM and keeps only OFFLOAD_RESIDENT_LAYERS layers of them on the GPU.
+    """
+    split = _activation_split(arch, job, dtype)
+    if not _offloads(job):
+        if job.grad_checkpointing:
+            return sum(split.kept) + split.working + split.final
+        return sum(split.kept) + split.final
+    resident = sum(sorted(split.kept)[-OFFLOAD_RESIDENT_LAYERS:])
+    if job.grad_checkpointing:
+        return resident + split.working + split.final
+    return max(resident, split.working) + split.final
+
+
+def offloaded_activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
+    """Bytes of saved activations that wait in CPU RAM per micro-batch (0 without offload)."""
+    if not _offloads(job):
+        return 0.0
+    split = _activation_split(arch, job, dtype)
+    return sum(split.kept) - sum(sorted(split.kept)[-OFFLOAD_RESIDENT_LAYERS:])
 
 
 # Complex on purpose: every term of the per-token activation sum is one branch.
@@ -271,7 +349,12 @@ def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear]
         if not mods:
             continue
         f = next(m.d_in for m in mods if m.name == "down")
-        saved = (3 if arch.gated_mlp else 1) * ab * f  # act input (+ act output and up)
+        # act input (+ act output and up). Under torch.compile the min-cut partitioner of
+        # AOTAutograd recomputes cheap pointwise ops in the backward instead of saving them,
+        # so the gated MLP keeps gate and up but not act(gate).
+        saved = (3 if arch.gated_mlp else 1) * ab * f
+        if job.compile and arch.gated_mlp:
+            saved -= ab * f
         if any(needs_input(m) for m in mods if m.name == "down"):
             saved += ab * f
         if any(needs_input(m) for m in mods if m.name != "down"):
@@ -291,13 +374,23 @@ def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear]
 
 
 def logits_bytes(arch: Architecture, job: JobSpec) -> float:
-    """Vocabulary-sized loss buffers of one micro-batch (0 for encoder-only classifiers)."""
+    """Vocabulary-sized loss buffers of one micro-batch (0 for encoder-only classifiers).
+
+    eager: three fp32 tokens × vocabulary buffers (LOSS_FP32_BUFFERS); chunked: one, plus two
+    of one chunk (CHUNKED_LOSS_CHUNKS); fused: tokens × hidden, no vocabulary-sized buffer
+    survives a chunk; cce: one fp32 hidden-state gradient and log-sum-exp per token.
+    """
     if arch.arch == "encoder":
         return 0.0
     s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.seq_len
     tokens = job.batch_size * s
-    if job.chunked_loss:
+    if job.loss == "fused":
         return tokens * arch.hidden_size * CHUNKED_LOSS_BYTES_PER_HIDDEN
+    if job.loss == "cce":
+        return tokens * (arch.hidden_size * CCE_BYTES_PER_HIDDEN + FP32)
+    if job.loss == "chunked":
+        chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
+        return (tokens + 2 * chunk) * arch.vocab_size * FP32
     return tokens * arch.vocab_size * FP32 * LOSS_FP32_BUFFERS
 
 
@@ -307,7 +400,7 @@ def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
     when the cache is emptied between steps, and for encoder-only classifiers."""
     if not job.variable_lengths or arch.arch == "encoder":
         return 0.0
-    if job.chunked_loss:
+    if job.loss != "eager":
         return logits_bytes(arch, job)
     s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.seq_len
     return job.batch_size * s * arch.vocab_size * LOSS_SEGMENT_BYTES
@@ -362,6 +455,12 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
                      "it runs")
 
     terms["activations"] = activation_bytes(arch, job, dt)
+    offloaded = offloaded_activation_bytes(arch, job, dt)
+    if offloaded:
+        host += offloaded * n
+        notes.append(f"activation offloading: {offloaded / GB:.2f} GB of saved activations per "
+                     f"GPU wait in pinned CPU RAM; {OFFLOAD_RESIDENT_LAYERS} layers stay on the "
+                     f"GPU")
     terms["logits_and_loss"] = logits_bytes(arch, job)
     if job.grad_accum == 1 and not job.is_peft and terms["gradients"] > 0:
         # Without accumulation the previous step's gradients were freed (zero_grad sets them
@@ -376,6 +475,14 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
                          "the backward pass frees activations")
         terms["gradients"] = live
 
+    if job.optimizer_in_backward and terms["gradients"] > 0:
+        # torchtune optimizer_in_bwd: a post-accumulate-grad hook steps each parameter and
+        # frees its gradient at once, so at most the largest parameter's gradient is alive.
+        terms["gradients"] = min(terms["gradients"],
+                                 _largest_trainable_param(arch, job) * pp.grad / div_grad)
+        notes.append("optimizer in backward: each gradient is applied and freed as soon as "
+                     "it is computed")
+
     buffers = 0.0
     if job.sharding == "ddp" and n > 1:
         # DDP's gradient buckets are a second copy of the gradients unless
@@ -383,7 +490,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         buffers += pt * pp.grad
     if shards_params:
         if job.is_peft and job.quant == "nf4":
-            unit_b = NF4_DQ_BYTES if job.double_quant else NF4_BYTES
+            unit_b = nf4_bytes(job)
         elif job.is_peft and job.quant == "int8":
             unit_b = INT8_BYTES
         else:
@@ -462,6 +569,7 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     if job.grad_checkpointing:
         out.append("gradient checkpointing: one block input kept per layer, one block "
                    "recomputed at a time")
+    out += _knob_notes(job)
     if not job.flash_attention:
         out.append("eager attention keeps the heads × seq × seq softmax per layer")
     if arch.arch == "encoder":
@@ -471,4 +579,24 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
                    "keeps them on the GPU")
     out.append("AdamW is assumed fused (the HF Trainer default adamw_torch_fused); the older "
                "foreach path needs one more parameter-sized buffer at the optimizer step")
+    return out
+
+
+def _knob_notes(job: JobSpec) -> list[str]:
+    out: list[str] = []
+    if job.loss != "eager":
+        out.append({"chunked": "chunked cross-entropy: the fp32 log-probabilities of every "
+                               "chunk are kept for backward, one chunk's gradients at a time",
+                    "fused": "fused linear cross-entropy: no vocabulary-sized buffer outlives "
+                             "a chunk",
+                    "cce": "Cut Cross-Entropy: logits never materialized, one fp32 hidden-state "
+                           "gradient per token"}[job.loss])
+    if job.compile:
+        out.append("torch.compile: the gated MLP's activation output is recomputed, not "
+                   "saved; speed-up not modeled")
+    if job.train_embeddings:
+        out.append("embeddings and LM head trained (modules_to_save): trainable copies beside "
+                   "the frozen originals")
+    if job.quant == "nf4" and job.nf4_backend == "torchao":
+        out.append("torchao NF4Tensor base (double-quantized scales always)")
     return out

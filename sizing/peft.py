@@ -55,7 +55,16 @@ def _ia3(arch: Architecture) -> int:
 
 
 def trainable_params(arch: Architecture, job: JobSpec) -> int:
-    """Parameters the optimizer updates. For PEFT these are new params added to the model."""
+    """Parameters the optimizer updates. For PEFT these are new params added to the model,
+    plus, with `train_embeddings` (PEFT modules_to_save=["embed_tokens", "lm_head"]), a
+    trainable copy of the embeddings and of an untied LM head: ModulesToSaveWrapper deep-copies
+    the module and keeps the frozen original beside it, so the copy adds to the frozen base."""
+    if job.method != "full" and job.train_embeddings:
+        return _peft_params(arch, job) + arch.embedding_params + arch.lm_head_params
+    return _peft_params(arch, job)
+
+
+def _peft_params(arch: Architecture, job: JobSpec) -> int:
     if job.method == "full":
         return arch.total_params
     if job.method in ("lora", "qlora"):

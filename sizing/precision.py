@@ -98,6 +98,13 @@ def decide(job: JobSpec, gpu: GpuSpec | None) -> PrecisionDecision:  # noqa: C90
         notes.append(f"{gpu.canonical_id} has no fast 16-bit path: running fp32")
 
     quant_ok, opt8_ok, why = bitsandbytes_support(gpu)
+    if job.quant == "nf4" and job.nf4_backend == "torchao":
+        # torchao's NF4Tensor is plain PyTorch tensor code: no bitsandbytes kernel involved.
+        quant_ok = True
+        if kind == "tpu":
+            return PrecisionDecision(dtype=dtype, refusal="torchao NF4 targets CUDA/ROCm "
+                                     "PyTorch, not XLA", notes=tuple(notes))
+        why = None if opt8_ok else why
     if job.quant != "none" and not quant_ok:
         return PrecisionDecision(dtype=dtype, refusal=f"--quant {job.quant}: {why}",
                                  notes=tuple(notes))

@@ -19,7 +19,13 @@ import re
 
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.sizing.architectures import Architecture
-from gpuscout.sizing.memory import DTYPE_BYTES, FP32, frozen_weight_bytes, per_param_bytes
+from gpuscout.sizing.memory import (
+    DTYPE_BYTES,
+    FP32,
+    frozen_weight_bytes,
+    offloaded_activation_bytes,
+    per_param_bytes,
+)
 from gpuscout.sizing.peft import adapter_flops_params, trainable_params
 from gpuscout.sizing.types import Dtype, JobSpec, TimeEstimate
 
@@ -161,6 +167,15 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         exposed += moved / pcie
         notes.append("CPU offload: transfers over PCIe are counted as not overlapped")
 
+    act_host = offloaded_activation_bytes(arch, job, dtype)
+    if act_host:
+        # Copied out during forward and back before backward on a side stream: only what the
+        # micro-batch's compute cannot cover is exposed.
+        pcie = PCIE_GBS.get(gpu.architecture, 31.5) * 1e9 * LINK_EFFICIENCY
+        hidden = max(0.0, 2 * act_host / pcie - t_micro)
+        exposed += job.grad_accum * hidden
+        notes.append("activation offloading: PCIe copies overlap compute"
+                     + (f"; {hidden:.2f} s per micro-batch exposed" if hidden else ""))
     step = t_micro * job.grad_accum + exposed
     tokens_step = tokens_micro * job.grad_accum * n
     tps = tokens_step / step

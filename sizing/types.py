@@ -9,7 +9,17 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscout.core.errors import UserInputError
-from gpuscout.sizing.choices import Dtype, LoraTargets, Method, Offload, Optimizer, Quant, Sharding
+from gpuscout.sizing.choices import (
+    Dtype,
+    LoraTargets,
+    Loss,
+    Method,
+    Nf4Backend,
+    Offload,
+    Optimizer,
+    Quant,
+    Sharding,
+)
 
 PEFT_METHODS: frozenset[str] = frozenset({"lora", "qlora", "dora", "ia3", "prefix", "prompt",
                                           "adapter"})
@@ -49,7 +59,21 @@ class JobSpec(BaseModel):
     gpus: int = 1
     sharding: Sharding = "none"
     offload: Offload = "none"
-    chunked_loss: bool = False
+    chunked_loss: bool = Field(
+        default=False,
+        description="input alias of loss='fused' (kept for callers of the bool); after "
+                    "validation True exactly when the loss is not the eager one")
+    loss: Loss = Field(
+        default="eager",
+        description="eager: full logits + fp32 softmax; chunked: per-chunk logits kept for "
+                    "backward (torchtune, litgpt); fused: no logits outlive a chunk (Liger, "
+                    "Unsloth, TRL chunked_nll); cce: Cut Cross-Entropy, no logits in memory")
+    activation_offloading: bool = False
+    checkpoint_offload: bool = False
+    optimizer_in_backward: bool = False
+    compile: bool = False
+    nf4_backend: Nf4Backend = "bitsandbytes"
+    train_embeddings: bool = False
     variable_lengths: bool = Field(
         default=True,
         description="batches differ in length (dynamic padding, no packing) and the CUDA cache"
@@ -62,7 +86,12 @@ class JobSpec(BaseModel):
         # QLoRA is LoRA on an NF4 base (Dettmers et al. 2023); naming it is enough.
         if isinstance(data, dict) and data.get("method") == "qlora" and data.get(
                 "quant", "none") == "none":
-            return {**data, "quant": "nf4"}
+            data = {**data, "quant": "nf4"}
+        if isinstance(data, dict):
+            loss = data.get("loss")
+            if loss is None:
+                loss = "fused" if data.get("chunked_loss") else "eager"
+            data = {**data, "loss": loss, "chunked_loss": loss != "eager"}
         return data
 
     @model_validator(mode="after")
@@ -96,7 +125,19 @@ class JobSpec(BaseModel):
         if self.offload == "optimizer" and self.sharding == "fsdp":
             raise UserInputError("FSDP offloads parameters, gradients and optimizer state "
                                  "together: use --offload params with --sharding fsdp")
+        self._check_knobs()
         return self
+
+    def _check_knobs(self) -> None:
+        if self.optimizer_in_backward and self.grad_accum > 1:
+            raise UserInputError("--optimizer-in-backward frees each gradient as soon as it is "
+                                 "applied: it needs --grad-accum 1 (torchtune raises the same)")
+        if self.checkpoint_offload and not self.grad_checkpointing:
+            raise UserInputError("--checkpoint-offload offloads the checkpointed block inputs: "
+                                 "it needs --grad-checkpointing")
+        if self.train_embeddings and not self.is_peft:
+            raise UserInputError("--train-embeddings adds embeddings and LM head to a PEFT "
+                                 "method's trainable set; --method full trains them already")
 
     @property
     def is_peft(self) -> bool:

@@ -27,6 +27,12 @@ FLAGS = {
     "flash_attention": "--flash-attention/--no-flash-attention",
     "chunked_loss": "--chunked-loss/--no-chunked-loss",
     "packed": "--packed/--variable-lengths",
+    "checkpoint_offload": "--checkpoint-offload/--no-checkpoint-offload",
+    "activation_offloading": "--activation-offloading/--no-activation-offloading",
+    "compile": "--compile/--no-compile",
+    "optimizer_in_backward": "--optimizer-in-backward/--no-optimizer-in-backward",
+    "train_embeddings": "--train-embeddings/--no-train-embeddings",
+    "upcast_non_quantized": "--upcast-non-quantized/--no-upcast-non-quantized",
 }
 
 

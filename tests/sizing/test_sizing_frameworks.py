@@ -1,0 +1,186 @@
+"""Framework presets (sizing/data/frameworks.csv) and the knobs they set."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.errors import UserInputError
+from gpuscout.sizing.architectures import lookup
+from gpuscout.sizing.frameworks import FRAMEWORKS_CSV, GENERIC, fill, presets
+from gpuscout.sizing.job import Job
+from gpuscout.sizing.memory import (
+    CHUNKED_LOSS_CHUNKS,
+    FP32,
+    LOSS_FP32_BUFFERS,
+    NF4_BYTES,
+    NF4_DQ_BYTES,
+    OFFLOAD_RESIDENT_LAYERS,
+    activation_bytes,
+    frozen_weight_bytes,
+    logits_bytes,
+    memory_estimate,
+    offloaded_activation_bytes,
+)
+from gpuscout.sizing.peft import trainable_params
+from gpuscout.sizing.precision import decide
+from gpuscout.sizing.throughput import time_estimate
+from gpuscout.sizing.types import JobSpec
+
+A = lookup("meta-llama/Llama-2-7b-hf")
+Q = lookup("Qwen/Qwen2.5-7B")
+SOURCE = re.compile(r"^[\w.-]+/[\w.-]+:[\w./-]+@[0-9a-f]{40}$")
+
+
+def test_every_preset_row_is_cited_to_a_file_at_a_commit() -> None:
+    with FRAMEWORKS_CSV.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    for r in rows:
+        assert SOURCE.match(r["source"]), r
+        assert r["notes"].strip(), r
+    assert set(presets()) == set(Job.model_fields["framework"].annotation.__args__)
+
+
+def test_hf_default_keeps_the_generic_job() -> None:
+    _, spec, notes = Job(model="meta-llama/Llama-2-7b-hf").resolve()
+    for setting, generic in GENERIC.items():
+        assert getattr(spec, setting) == generic
+    assert spec.loss == "eager" and not spec.chunked_loss
+
+
+def test_preset_fills_and_explicit_options_win() -> None:
+    _, spec, notes = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="unsloth").resolve()
+    assert spec.checkpoint_offload and spec.loss == "fused" and not spec.upcast_non_quantized
+    assert any("unsloth preset applied" in n and "checkpoint_offload=true" in n for n in notes)
+    _, spec, notes = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="unsloth",
+                         loss="cce", upcast_non_quantized=True).resolve()
+    assert spec.loss == "cce" and spec.upcast_non_quantized
+    assert not any("loss=" in n for n in notes)
+    # switching checkpointing off drops the offloaded flavour instead of failing
+    _, spec, _ = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="unsloth",
+                     grad_checkpointing=False).resolve()
+    assert not spec.checkpoint_offload
+
+
+def test_torchtune_preset() -> None:
+    _, spec, _ = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="torchtune").resolve()
+    assert (spec.loss, spec.nf4_backend, spec.mixed_precision, spec.upcast_non_quantized) == (
+        "chunked", "torchao", False, False)
+
+
+def test_chunked_loss_flag_still_means_fused() -> None:
+    _, spec, _ = Job(model="Qwen/Qwen2.5-7B", chunked_loss=True).resolve()
+    assert spec.loss == "fused" and spec.chunked_loss
+    _, spec, _ = Job(model="Qwen/Qwen2.5-7B", framework="trl", chunked_loss=False).resolve()
+    assert spec.loss == "eager"
+    assert JobSpec(chunked_loss=True).loss == "fused"
+    assert JobSpec(loss="cce").chunked_loss
+
+
+def test_fill_reports_nothing_for_generic_values() -> None:
+    fields, notes = fill("hf", {"loss": "chunked"})
+    assert fields["loss"] == "chunked" and fields["compile"] is False
+
+
+# --- the knobs' memory effects -------------------------------------------------------------
+
+def _q(**kw: object) -> JobSpec:
+    return JobSpec(method="qlora", batch_size=4, seq_len=4096, **kw)
+
+
+def test_loss_implementations_order_and_sizes() -> None:
+    t = 4 * 4096
+    eager = logits_bytes(Q, _q())
+    chunked = logits_bytes(Q, _q(loss="chunked"))
+    fused = logits_bytes(Q, _q(loss="fused"))
+    cce = logits_bytes(Q, _q(loss="cce"))
+    assert eager == t * Q.vocab_size * FP32 * LOSS_FP32_BUFFERS
+    # one fp32 log-prob buffer for all tokens plus two buffers of one chunk
+    assert chunked == pytest.approx((t + 2 * t / CHUNKED_LOSS_CHUNKS) * Q.vocab_size * FP32)
+    assert fused == t * Q.hidden_size * FP32 * (LOSS_FP32_BUFFERS + 1)
+    assert cce == t * (Q.hidden_size + 1) * FP32
+    assert eager > chunked > fused > cce
+
+
+def test_checkpoint_offload_moves_block_inputs_to_host() -> None:
+    on, off = _q(checkpoint_offload=True), _q()
+    moved = offloaded_activation_bytes(Q, on, "bf16")
+    per_layer = 4 * 4096 * Q.hidden_size * 4  # fp32 hidden states (kbit upcast)
+    assert moved == pytest.approx((Q.num_layers - OFFLOAD_RESIDENT_LAYERS) * per_layer)
+    assert activation_bytes(Q, off, "bf16") - activation_bytes(Q, on, "bf16") == \
+        pytest.approx(moved)
+    m = memory_estimate(Q, on)
+    assert m.host_ram_gb == pytest.approx(moved / 1e9, abs=1e-3)
+    assert offloaded_activation_bytes(Q, off, "bf16") == 0
+
+
+def test_activation_offloading_without_checkpointing_keeps_two_layers() -> None:
+    job = _q(grad_checkpointing=False, activation_offloading=True)
+    full_acts = activation_bytes(Q, _q(grad_checkpointing=False), "bf16")
+    kept = activation_bytes(Q, job, "bf16")
+    moved = offloaded_activation_bytes(Q, job, "bf16")
+    assert kept + moved == pytest.approx(full_acts)
+    assert kept < full_acts / (Q.num_layers / (OFFLOAD_RESIDENT_LAYERS + 1))
+
+
+def test_offloading_costs_time_only_when_pcie_cannot_keep_up() -> None:
+    gpu = load_catalog().gpu("l4-24gb")
+    base = time_estimate(Q, _q(), gpu, "bf16")
+    off = time_estimate(Q, _q(checkpoint_offload=True), gpu, "bf16")
+    assert off.step_time_s >= base.step_time_s
+    assert any("offloading" in n for n in off.notes)
+
+
+def test_optimizer_in_backward_keeps_one_gradient() -> None:
+    job = JobSpec(method="full", dtype="bf16", mixed_precision=False, grad_accum=1)
+    base = memory_estimate(A, job).breakdown["gradients"]
+    inbwd = memory_estimate(A, job.model_copy(update={"optimizer_in_backward": True}))
+    assert inbwd.breakdown["gradients"] == pytest.approx(
+        A.vocab_size * A.hidden_size * 2 / 1e9, abs=1e-3)  # the largest tensor: embedding/head
+    assert inbwd.breakdown["gradients"] < base
+    with pytest.raises(UserInputError, match="grad-accum 1"):
+        JobSpec(method="full", optimizer_in_backward=True, grad_accum=4)
+
+
+def test_compile_drops_the_saved_activation_output_of_the_gated_mlp() -> None:
+    job = JobSpec(method="full", grad_checkpointing=False, batch_size=1, seq_len=1024)
+    saved = activation_bytes(A, job, "bf16") - activation_bytes(
+        A, job.model_copy(update={"compile": True}), "bf16")
+    # one 16-bit tensor of the intermediate size per token per layer
+    assert saved == pytest.approx(A.num_layers * 1024 * A.intermediate_size * 2)
+
+
+def test_train_embeddings_adds_trainable_copies() -> None:
+    base, emb = _q(), _q(train_embeddings=True)
+    extra = trainable_params(Q, emb) - trainable_params(Q, base)
+    assert extra == Q.embedding_params + Q.lm_head_params
+    # the frozen originals stay; each copied parameter costs fp32 weight + grad + 2 states
+    d = memory_estimate(Q, emb).breakdown["optimizer_states"] - \
+        memory_estimate(Q, base).breakdown["optimizer_states"]
+    assert d == pytest.approx(extra * 8 / 1e9, abs=2e-3)
+    assert frozen_weight_bytes(Q, emb, "bf16") == frozen_weight_bytes(Q, base, "bf16")
+    with pytest.raises(UserInputError):
+        JobSpec(method="full", train_embeddings=True)
+
+
+def test_nf4_backends() -> None:
+    bnb = frozen_weight_bytes(Q, _q(double_quant=False), "bf16")
+    tao = frozen_weight_bytes(Q, _q(double_quant=False, nf4_backend="torchao"), "bf16")
+    assert bnb - tao == pytest.approx(Q.linear_weight_params * (NF4_BYTES - NF4_DQ_BYTES))
+    # torchao needs no bitsandbytes kernel: a GPU bitsandbytes refuses can still run it
+    old = next(g for g in load_catalog().gpus.values()
+               if g.vendor == "NVIDIA" and g.cuda_capability and g.cuda_capability < 6.0)
+    assert decide(_q(), old).refusal
+    assert decide(_q(nf4_backend="torchao"), old).refusal is None
+
+
+def test_kbit_upcast_off_halves_hidden_state_checkpoints() -> None:
+    up = activation_bytes(Q, _q(), "bf16")
+    down = activation_bytes(Q, _q(upcast_non_quantized=False), "bf16")
+    assert down < up
+    assert frozen_weight_bytes(Q, _q(upcast_non_quantized=False), "bf16") < \
+        frozen_weight_bytes(Q, _q(), "bf16")
