@@ -42,6 +42,7 @@ from gpuscout.adapters.toolkit import (
     parse_error,
     positive_number,
     require_fields,
+    stripped_text,
 )
 from gpuscout.core.errors import MissingCredentialsError
 from gpuscout.core.models import (
@@ -178,12 +179,12 @@ def _offer(item: Any, capture: Capture) -> ParsedOffer | Reject:
         return _reject(item, f"prices.currency is not a currency code: {currency!r}")
     model = PricingModel.SPOT if item.get("isSpot") is True else PricingModel.ON_DEMAND
     socket = item.get("socket") if isinstance(item.get("socket"), str) else None
-    data_center = _text(item.get("dataCenter"))
-    region = _text(item.get("region"))
+    data_center = stripped_text(item.get("dataCenter"))
+    region = stripped_text(item.get("region"))
     vcpus, ram, disk = (positive_number(as_dict(item.get(f)).get("defaultCount"))
                         for f in ("vcpu", "memory", "disk"))
     key = "|".join([cloud, cloud_id, f"{count}x", data_center or region or "any",
-                    _text(item.get("security")) or "-", f"{vcpus or 0:g}c{ram or 0:g}g",
+                    stripped_text(item.get("security")) or "-", f"{vcpus or 0:g}c{ram or 0:g}g",
                     model.value])
     stock = item.get("stockStatus")
     try:
@@ -218,7 +219,7 @@ def _vram_per_gpu(memory: Any, count: int, gpu_type: str) -> float | None:
 def _data(item: dict[str, Any], prices: dict[str, Any], price_field: str) -> ProviderData:
     data: ProviderData = {
         "cloud": item["provider"], "cloud_instance_type": item["cloudId"],
-        "cloud_data_center": _text(item.get("dataCenter")), "price_field": price_field,
+        "cloud_data_center": stripped_text(item.get("dataCenter")), "price_field": price_field,
         "price_basis": "per machine",
     }
     for name, field in (("gpu_type", "gpuType"), ("socket", "socket"),
@@ -237,10 +238,6 @@ def _data(item: dict[str, Any], prices: dict[str, Any], price_field: str) -> Pro
     if isinstance(disk.get("defaultIncludedInPrice"), bool):
         data["disk_default_included_in_price"] = disk["defaultIncludedInPrice"]
     return data
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:

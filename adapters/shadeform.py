@@ -41,6 +41,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     positive_number,
     require_fields,
+    stripped_text,
 )
 from gpuscout.core.errors import MissingCredentialsError
 from gpuscout.core.models import (
@@ -149,7 +150,7 @@ def _check(entry: Any) -> _Entry | str | None:
     regions = entry.get("availability")
     if not isinstance(regions, list) or not regions:
         return f"offered in no region: {regions!r}"
-    form = _text(config.get("interconnect"))
+    form = stripped_text(config.get("interconnect"))
     return _Entry(cloud, shade_type, config, gpus, f"{gpu_type} {form}" if form else gpu_type,
                   form, cents / CENTS_PER_DOLLAR, regions)
 
@@ -157,7 +158,7 @@ def _check(entry: Any) -> _Entry | str | None:
 def _region_offer(e: _Entry, place: dict[str, Any], raw: Any, data: ProviderData,
                   capture: Capture) -> ParsedOffer | tuple[str, str | None]:
     """The offer of one availability entry, or (reason, offer key) for its reject."""
-    region = _text(place.get("region"))
+    region = stripped_text(place.get("region"))
     if region is None:
         return f"availability entry without a region: {raw!r}", None
     rental = place.get("rental_type", ON_DEMAND)
@@ -179,7 +180,7 @@ def _region_offer(e: _Entry, place: dict[str, Any], raw: Any, data: ProviderData
             if isinstance(available, bool) else Availability.UNKNOWN,
             source_url=capture.url, observed_at=capture.fetched_at,
             provider_data={**data, "cloud_region": region,
-                           "region_name": _text(place.get("display_name"))})
+                           "region_name": stripped_text(place.get("display_name"))})
     except ValidationError as exc:
         return f"invalid offer: {exc.errors()[0]['msg']}", key
 
@@ -213,10 +214,6 @@ def _data(entry: dict[str, Any], config: dict[str, Any]) -> ProviderData:
     if os_options:
         data["os_options"] = ", ".join(os_options)
     return data
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:

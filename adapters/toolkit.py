@@ -91,6 +91,11 @@ def is_scalar(value: object) -> TypeGuard[str | int | float | bool]:
 _DECIMAL = re.compile(r"\s*(\d[\d,]*(?:\.\d+)?)\s*", re.ASCII)
 
 
+def stripped_text(value: object) -> str | None:
+    """A JSON string with its surrounding whitespace removed; None for anything else or blank."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
 def positive_decimal(text: str | None) -> float | None:
     """A positive number as a page prints it: ASCII digits, optional "," thousands separators
     and an optional fraction ("1,234.50" -> 1234.5, " 80 " -> 80.0). None for anything else:

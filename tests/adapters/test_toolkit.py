@@ -314,3 +314,10 @@ def test_node_text_collapses_whitespace_and_nbsp() -> None:
 def test_the_toolkit_has_no_parse_so_it_is_no_provider() -> None:
     # tests/adapters/test_registry.py registers every adapters module that has a parse()
     assert not hasattr(toolkit, "parse")
+
+
+def test_stripped_text_is_a_nonblank_string_or_none() -> None:
+    from gpuscout.adapters.toolkit import stripped_text
+
+    assert stripped_text("  H100 ") == "H100"
+    assert [stripped_text(v) for v in ("", "   ", None, 3, ["x"])] == [None] * 5
