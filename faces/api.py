@@ -198,7 +198,9 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
               tokens: float | None = None, dataset_tokens: float | None = None,
               epochs: float | None = None, objective: Objective = "cost",
               spot: SpotPolicy = "allow", max_hours: float | None = None,
-              checkpoint_every_min: float | None = 30.0, storage_gb: float | None = None,
+              checkpoint_every_min: float | None = None,
+              max_price_age_days: float | None = 7.0,
+              storage_gb: float | None = None,
               providers: Sequence[str] | None = None, region: str | None = None,
               limit: int = 10, **options: Any) -> Recommendation:
     """Every current offer priced for the whole run (`tokens`, or `dataset_tokens` ×
@@ -212,6 +214,7 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
     request = RecommendRequest(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective,
         spot=spot, max_hours=max_hours, checkpoint_every_min=checkpoint_every_min,
+        max_price_age_days=max_price_age_days,
         storage_gb=storage_gb, providers=list(providers) if providers else None,
         region=region, limit=limit)
     with connect(_db(db), read_only=True) as con:

@@ -69,7 +69,9 @@ def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dic
         "optimizer": job.optimizer + (", mixed precision" if job.mixed_precision else ""),
         "objective": f"{req.objective}, spot {req.spot}"
                      + (f", max {req.max_hours:g} h" if req.max_hours else ""),
-        "checkpoints": f"every {req.checkpoint_every_min:g} min",
+        "checkpoints": (f"every {req.checkpoint_every_min:g} min"
+                        if req.checkpoint_every_min is not None
+                        else "per offer: the Young/Daly interval √(2·C·MTBF)"),
     }
 
 
@@ -336,6 +338,7 @@ def _recommendation_html(data: ReportData) -> str:
                 f"<br><small>{_e(r.offer_key)}</small></td>"
                 f"<td>{_e(r.pricing_model)}</td><td>{_e(r.sharding)}</td>"
                 f"{_num('price_usd_per_hour', r.price_usd_per_hour, ',.2f')}"
+                f"<td>{_e(r.price_age_label)}</td>"
                 f"{_num('expected_hours', r.expected_hours, ',.2f')}"
                 f"{_num('billed_hours', r.billed_hours, ',.2f')}"
                 f"{_num('compute_usd', r.compute_usd, ',.2f')}"
@@ -343,10 +346,11 @@ def _recommendation_html(data: ReportData) -> str:
                 f"{_num('egress_usd', r.egress_usd, ',.2f')}"
                 f"{_num('total_usd', r.total_usd, ',.2f')}</tr>"
                 # the reasons get a full-width row of their own, under the numbers
-                f'<tr class="reasons"><td></td><td colspan="11">'
+                f'<tr class="reasons"><td></td><td colspan="12">'
                 f"{' · '.join(_e(x) for x in r.reasons)}</td></tr>")
         parts.append(_table(["#", "provider", "machine", "pricing", "parallelism", "$/h",
-                             "expected h", "billed h", "compute $", "storage $", "egress $",
+                             "price age", "expected h", "billed h", "compute $", "storage $",
+                             "egress $",
                              "total $"], rows, "recommendation"))
     parts.append(
         f"<p class=\"note\">{rec.offers_evaluated} offers priced over {rec.shapes_evaluated} "

@@ -88,11 +88,6 @@ FACTS: dict[str, tuple[str, Callable[[str], Any], pa.DataType]] = {
     "jupyter": ("", _yes_no, pa.bool_()),
     "multinode_fabric": ("", _choice(get_args(Fabric)), pa.string()),
     "multinode_gbps": ("Gb/s", _float, pa.float64()),
-}
-# Facts parsed and checked exactly like FACTS but not (yet) columns of the warehouse's
-# `provider_profiles` table (adding one there needs a migration): the recommendation reads them
-# from the shipped profiles (`planning_table`).
-PLANNING_FACTS: dict[str, tuple[str, Callable[[str], Any], pa.DataType]] = {
     "max_cluster_nodes": ("machines", _positive_int, pa.int64()),
 }
 
@@ -161,12 +156,11 @@ def parse_profiles(rows: Iterable[dict[str, str]], *, path: Path = PROFILES_CSV,
         provider, fact = r["provider"], r["fact"]
         if provider not in facts:
             raise _fail(path, line, f"unknown provider {provider!r}")
-        known = {**FACTS, **PLANNING_FACTS}
-        if fact not in known:
-            raise _fail(path, line, f"unknown fact {fact!r} (known: {', '.join(known)})")
+        if fact not in FACTS:
+            raise _fail(path, line, f"unknown fact {fact!r} (known: {', '.join(FACTS)})")
         if fact in facts[provider]:
             raise _fail(path, line, f"{provider}/{fact} is given twice")
-        unit, parse, _ = known[fact]
+        unit, parse, _ = FACTS[fact]
         if r["unit"] != unit:
             raise _fail(path, line, f"{fact} must have unit {unit!r}, not {r['unit']!r}")
         try:
@@ -221,15 +215,3 @@ def profiles_table(profiles: dict[str, ProviderProfile] | None = None) -> pa.Tab
                                                                             strict=True)],
                                 schema=pa.schema(fields))
 
-
-def planning_table(profiles: dict[str, ProviderProfile] | None = None) -> pa.Table:
-    """One row per provider with the PLANNING_FACTS (null = unknown)."""
-    profiles = load_profiles() if profiles is None else profiles
-    ordered = [profiles[p] for p in sorted(profiles)]
-    fields = [pa.field("provider", pa.string(), nullable=False)]
-    fields += [pa.field(name, typ) for name, (_, _, typ) in PLANNING_FACTS.items()]
-    columns: list[list[Any]] = [[p.provider for p in ordered]]
-    columns += [[getattr(p, name) for p in ordered] for name in PLANNING_FACTS]
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, fields,
-                                                                            strict=True)],
-                                schema=pa.schema(fields))

@@ -186,3 +186,17 @@ def test_the_demo_refresh_prints_its_table(tmp_path: Path) -> None:
     # The README's first command refreshes in table format, with a retired provider among them.
     out = _cli("refresh", "--offline", "--db", str(tmp_path / "w.duckdb"))
     assert "retired" in out and "cudo" in out
+
+
+def test_price_age_defaults_agree_with_the_request() -> None:
+    """The CLI and the API repeat the request's --max-price-age default (start-up stays
+    light); they must not drift apart."""
+    import inspect
+
+    from gpuscout import api
+    from gpuscout.cli.run_options import MAX_PRICE_AGE_DAYS as CLI_DEFAULT
+    from gpuscout.pipeline.recommend.request import MAX_PRICE_AGE_DAYS, RecommendRequest
+
+    api_default = inspect.signature(api.recommend).parameters["max_price_age_days"].default
+    assert CLI_DEFAULT == api_default == MAX_PRICE_AGE_DAYS == \
+        RecommendRequest.model_fields["max_price_age_days"].default

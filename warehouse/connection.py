@@ -31,7 +31,7 @@ from pathlib import Path
 import duckdb
 
 from gpuscout.core.errors import DataError
-from gpuscout.warehouse.migrate import migrate
+from gpuscout.warehouse.migrate import migrate, pending
 
 LOCK_SUFFIX = ".lock"
 STAGING_SUFFIX = ".next"
@@ -160,12 +160,21 @@ def _open(target: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         raise DataError(f"cannot open warehouse {target}: {exc}") from exc
 
 
+def _require_current(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """A reader cannot migrate: an older warehouse is named, with what upgrades it."""
+    missing = pending(con)
+    if missing:
+        raise DataError(f"the warehouse at {target} predates this gpuscout (it lacks "
+                        f"{', '.join(missing)}): run `gpuscout refresh` once to upgrade it")
+
+
 @contextmanager
 def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Yield a connection: read-only on the published file, or a write session (see above).
 
-    A read-only open of a file that does not exist is a `DataError` (run a refresh first)
-    rather than DuckDB's generic IO error.
+    A read-only open of a file that does not exist, or of one an older gpuscout wrote and no
+    refresh has migrated since, is a `DataError` (run a refresh) rather than DuckDB's generic
+    IO error or a query that fails on a missing column.
     """
     target = str(path)
     if not _is_file(target):
@@ -185,6 +194,7 @@ def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.Duc
                             "--db)")
         con = _open(target, read_only=True)
         try:
+            _require_current(con, target)
             yield con
         finally:
             con.close()

@@ -44,3 +44,14 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             raise
         applied.append(path.name)
     return applied
+
+
+def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The migrations a warehouse still lacks, without applying them (a read-only connection
+    cannot): all of them when it has no migration table."""
+    known = con.execute("SELECT count(*) FROM information_schema.tables "
+                        "WHERE table_name = 'schema_migrations'").fetchone()
+    done: set[int] = set()
+    if known and known[0]:
+        done = {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    return [path.name for version, path in migration_files() if version not in done]

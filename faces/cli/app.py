@@ -20,10 +20,12 @@ from gpuscout.cli.job_options import job_options
 from gpuscout.cli.output import Format
 from gpuscout.cli.report import report_command
 from gpuscout.cli.run_options import (
+    MAX_PRICE_AGE_DAYS,
     CheckpointEveryOpt,
     DatasetTokensOpt,
     EpochsOpt,
     MaxHoursOpt,
+    MaxPriceAgeOpt,
     Objective,
     ObjectiveOpt,
     ProviderOpt,
@@ -274,7 +276,8 @@ def recommend(
     job: Job,
     tokens: TokensOpt = None, dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
     objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
-    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = 30.0,
+    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
+    max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
     storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
     explain: Annotated[bool, typer.Option(
@@ -293,7 +296,8 @@ def recommend(
     result = run_recommend(
         job, db=warehouse(db), tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
         objective=objective.value, spot=spot.value, max_hours=max_hours,
-        checkpoint_every_min=checkpoint_every, storage_gb=storage_gb, providers=provider,
+        checkpoint_every_min=checkpoint_every, max_price_age_days=max_price_age or None,
+        storage_gb=storage_gb, providers=provider,
         region=region, limit=limit)
     if format is TableOrJson.json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=1, default=str))

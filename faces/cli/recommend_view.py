@@ -18,19 +18,20 @@ def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
     table = Table(title=f"{rec.model_id} · {rec.method} · {rec.tokens:,} tokens — "
                         f"{len(rec.ranked)} best of {rec.offers_evaluated} offers",
                   header_style="bold", show_lines=True)
-    for col in ("#", "provider", "machine", "pricing", "$/h", "hours", "billed h", "total $",
-                "why"):
+    for col in ("#", "provider", "machine", "pricing", "$/h", "price age", "hours", "billed h",
+                "total $", "why"):
         table.add_column(col, overflow="fold")
     for i, row in enumerate(rec.ranked, 1):
         table.add_row(str(i), row.provider, _shape(row), row.pricing_model,
-                      f"{row.price_usd_per_hour:.2f}", f"{row.expected_hours:.2f}",
+                      f"{row.price_usd_per_hour:.2f}", row.price_age_label,
+                      f"{row.expected_hours:.2f}",
                       f"{row.billed_hours:.2f}", f"{row.total_usd:.2f}",
                       "\n".join(row.reasons))
     out.print(table)
     out.print(f"storage {rec.storage_gb:.1f} GB during the run, checkpoints "
               f"{rec.checkpoint_gb:.2f} GB, final weights {rec.egress_gb:.2f} GB; "
               f"{rec.shapes_evaluated} machine shapes sized", highlight=False)
-    for w in rec.warnings:
+    for w in [*rec.price_notes, *rec.warnings]:
         out.print(f"- {w}", highlight=False)
     if not rec.ranked:
         out.print("[red]no offer can run this job[/red]: see --explain")

@@ -14,10 +14,12 @@ import typer
 from gpuscout.cli.db_option import DbOption, warehouse
 from gpuscout.cli.job_options import job_options
 from gpuscout.cli.run_options import (
+    MAX_PRICE_AGE_DAYS,
     CheckpointEveryOpt,
     DatasetTokensOpt,
     EpochsOpt,
     MaxHoursOpt,
+    MaxPriceAgeOpt,
     Objective,
     ObjectiveOpt,
     ProviderOpt,
@@ -42,7 +44,8 @@ def report_command(
                          "--dataset-tokens]")] = None,
     dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
     objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
-    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = 30.0,
+    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
+    max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
     storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
     limit: Annotated[int, typer.Option(
         "--limit", min=1, help="offers in the recommendation")] = 10,
@@ -67,6 +70,7 @@ def report_command(
     request = RecommendRequest(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective.value,
         spot=spot.value, max_hours=max_hours, checkpoint_every_min=checkpoint_every,
+        max_price_age_days=max_price_age or None,
         storage_gb=storage_gb, providers=provider or None, region=region, limit=limit)
     page = generate_report(warehouse(db) or Settings().db, out, arch, spec, request,
                            top_gpus=top_gpus, warnings=warnings)

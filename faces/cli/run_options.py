@@ -33,8 +33,15 @@ EpochsOpt = Annotated[float | None, typer.Option(
 ObjectiveOpt = Annotated[Objective, typer.Option("--objective")]
 MaxHoursOpt = Annotated[float | None, typer.Option("--max-hours", min=0)]
 SpotOpt = Annotated[SpotPolicy, typer.Option("--spot", help="spot offers")]
-CheckpointEveryOpt = Annotated[float, typer.Option(
-    "--checkpoint-every", min=1, help="minutes between checkpoints")]
+CheckpointEveryOpt = Annotated[float | None, typer.Option(
+    "--checkpoint-every", min=1, help="minutes between checkpoints [default: per offer, the "
+                                      "Young/Daly interval from its write time and MTBF]")]
+# The request's default (pipeline/recommend/request.py), repeated so that start-up does not
+# import the recommendation; tests/test_cli.py checks that the two agree.
+MAX_PRICE_AGE_DAYS = 7.0
+MaxPriceAgeOpt = Annotated[float, typer.Option(
+    "--max-price-age", min=0, help="days: live prices last seen longer ago are not ranked "
+    "(--explain lists them); 0: no limit. Replayed captures are exempt and labelled")]
 StorageGbOpt = Annotated[float | None, typer.Option(
     "--storage-gb", min=0, help="persistent storage during the run [default: base model "
                                 "+ dataset + 2 checkpoints]")]

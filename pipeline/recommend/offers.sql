@@ -1,8 +1,8 @@
 -- The `offers` CTE that shapes.sql and rank.sql both start from (rank.py puts it in place of
 -- {offers}): the current offers a recommendation may use, with their provider's facts and
--- their placement key. `provider_planning` (Arrow: provider, max_cluster_nodes) holds the
--- profile facts the warehouse has no column for yet. Parameters: $providers, $region,
--- $spot_policy, $min_gpus_multi_node, $default_max_nodes.
+-- their placement key, and whether the provider's prices were last read live or replayed
+-- from recorded captures. Parameters: $providers, $region, $spot_policy,
+-- $min_gpus_multi_node, $default_max_nodes.
 offers AS (
     SELECT o.* EXCLUDE (billing_increment_s),
            -- an offer's own billing granularity wins over its provider's profile
@@ -27,15 +27,17 @@ offers AS (
            CAST(floor(TRY_CAST(json_extract_string(o.provider_data, '$.max_gpus') AS DOUBLE)
                       / o.gpu_count) AS INTEGER)                             AS offer_max_nodes,
            CASE WHEN fabric IS NULL THEN NULL
-                ELSE coalesce(offer_max_nodes, pp.max_cluster_nodes, $default_max_nodes)
+                ELSE coalesce(offer_max_nodes, p.max_cluster_nodes, $default_max_nodes)
            END                                                              AS max_nodes,
            CASE WHEN fabric IS NULL THEN NULL
                 WHEN offer_max_nodes IS NOT NULL THEN 'offer'
-                WHEN pp.max_cluster_nodes IS NOT NULL THEN 'provider profile'
-                ELSE 'assumed' END                                          AS max_nodes_source
+                WHEN p.max_cluster_nodes IS NOT NULL THEN 'provider profile'
+                ELSE 'assumed' END                                          AS max_nodes_source,
+           coalesce(m.last_mode = 'replay', false)                          AS replayed
     FROM current_offers o
     LEFT JOIN provider_profiles p USING (provider)
-    LEFT JOIN provider_planning pp USING (provider)
+    LEFT JOIN (SELECT provider, arg_max(mode, started_at) AS last_mode
+               FROM refresh_run_log WHERE status = 'ok' GROUP BY provider) m USING (provider)
     WHERE ($providers IS NULL OR list_contains($providers, o.provider))
       AND ($region IS NULL OR o.region ILIKE '%' || $region || '%'
            OR o.geography = lower($region))

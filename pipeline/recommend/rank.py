@@ -30,7 +30,6 @@ import pyarrow.compute as pc
 from gpuscout.core.catalog import Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import DataError
-from gpuscout.pipeline.profiles import planning_table
 from gpuscout.pipeline.recommend.plans import (
     DEFAULT_MAX_CLUSTER_NODES,
     MIN_GPUS_FOR_MULTI_NODE,
@@ -114,34 +113,31 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
                "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES}
     checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
     storage_gb = derived_storage if req.storage_gb is None else req.storage_gb
-    con.register("provider_planning", planning_table())
+    shapes = run_query(con, _sql("shapes"), filters)
+    if shapes.num_rows == 0:
+        raise DataError("no current offers match: run `gpuscout refresh` or widen "
+                        "--provider/--region/--spot")
+    plans = plan_shapes(arch, job, shapes, req.tokens, catalog)
+    con.register("plans", plans_table(
+        plans, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
+        hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR))
     try:
-        shapes = run_query(con, _sql("shapes"), filters)
-        if shapes.num_rows == 0:
-            raise DataError("no current offers match: run `gpuscout refresh` or widen "
-                            "--provider/--region/--spot")
-        plans = plan_shapes(arch, job, shapes, req.tokens, catalog)
-        con.register("plans", plans_table(
-            plans, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
-            hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR))
-        try:
-            every = req.checkpoint_every_min
-            table = run_query(con, _sql("rank"), {
-                **filters, "objective": req.objective, "max_hours": req.max_hours,
-                "checkpoint_s": None if every is None else every * 60.0,
-                "min_interval_s": MIN_CHECKPOINT_INTERVAL_S, "checkpoint_gb": checkpoint_gb,
-                "write_gbps": CHECKPOINT_WRITE_GBPS, "restart_s": req.restart_s,
-                "storage_gb": storage_gb, "egress_gb": egress_gb,
-                "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
-                "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
-                "hw_failures_per_gpu_hour": HARDWARE_FAILURES_PER_GPU_HOUR,
-                "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
-                "dtype": job.dtype,
-            })
-        finally:
-            con.unregister("plans")
+        every = req.checkpoint_every_min
+        table = run_query(con, _sql("rank"), {
+            **filters, "objective": req.objective, "max_hours": req.max_hours,
+            "checkpoint_s": None if every is None else every * 60.0,
+            "min_interval_s": MIN_CHECKPOINT_INTERVAL_S, "checkpoint_gb": checkpoint_gb,
+            "write_gbps": CHECKPOINT_WRITE_GBPS, "restart_s": req.restart_s,
+            "storage_gb": storage_gb, "egress_gb": egress_gb,
+            "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
+            "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
+            "hw_failures_per_gpu_hour": HARDWARE_FAILURES_PER_GPU_HOUR,
+            "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
+            "dtype": job.dtype, "max_age_days": req.max_price_age_days,
+        })
     finally:
-        con.unregister("provider_planning")
+        con.unregister("plans")
+    notes = price_notes(table, req.max_price_age_days)
     why = pc.field("rejected_because")
     accepted = table.filter(why.is_null())
     rejected = table.filter(why.is_valid())
@@ -166,4 +162,26 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
                 for r in accepted.slice(0, req.limit).to_pylist()],
         rejected_cheaper=[RejectedOffer.model_validate(r)
                           for r in rejected.slice(0, REJECTED_SHOWN).to_pylist()],
+        price_notes=notes,
     )
+
+
+def price_notes(table: pa.Table, max_age_days: float | None) -> list[str]:
+    """What the user must know about the prices behind the ranking: replayed captures (with
+    their dates) and the offers the age limit set aside."""
+    notes = []
+    replayed = table.filter(pc.field("price_source") == "replay")
+    if replayed.num_rows:
+        seen = [t for t in replayed["observed_at"].to_pylist() if t is not None]
+        span = (f" recorded {min(seen):%Y-%m-%d} to {max(seen):%Y-%m-%d}" if seen else "")
+        providers = sorted(set(replayed["provider"].to_pylist()))
+        notes.append(f"{replayed.num_rows} offers of {len(providers)} providers are replayed "
+                     f"captures{span}: historical prices, not today's (a live `gpuscout "
+                     "refresh` reads current ones)")
+    if max_age_days is not None:
+        old = sum(1 for r in table["rejected_because"].to_pylist()
+                  if r and r.startswith("price last seen"))
+        if old:
+            notes.append(f"{old} offers with prices older than {max_age_days:g} days were "
+                         "set aside (--max-price-age; --explain lists the cheaper ones)")
+    return notes

@@ -7,7 +7,8 @@
 --   those of offers.sql, $objective (cost|time|balanced), $max_hours, $checkpoint_s (NULL:
 --   Young/Daly per offer), $min_interval_s, $checkpoint_gb, $write_gbps, $restart_s,
 --   $storage_gb, $egress_gb, $bid_interrupts_per_hour, $market_interrupts_per_hour,
---   $hw_failures_per_gpu_hour (for the reasons), $now, $stale_days, $dtype (precision asked)
+--   $hw_failures_per_gpu_hour (for the reasons), $now, $stale_days, $dtype (precision asked),
+--   $max_age_days (NULL: no limit; prices replayed from recorded captures are exempt)
 WITH {offers},
 joined AS (
     SELECT o.*, pl.nodes, pl.feasible, pl.sharding, pl.dtype, pl.peak_gb_per_gpu,
@@ -113,7 +114,11 @@ costed AS (
         $storage_gb * coalesce(storage_usd_per_gb_month, 0) * expected_s / 3600 / 730
             AS storage_usd,
         $egress_gb * coalesce(egress_usd_per_gb, 0) AS egress_usd,
-        date_diff('day', observed_at, CAST($now AS TIMESTAMPTZ)) AS price_age_days
+        -- the age of the price: since the refresh that last saw it
+        date_diff('day', last_seen_at, CAST($now AS TIMESTAMPTZ)) AS price_age_days,
+        NOT replayed AND $max_age_days IS NOT NULL
+            AND epoch(CAST($now AS TIMESTAMPTZ)) - epoch(last_seen_at)
+                > $max_age_days * 86400 AS too_old
     FROM billed
 ),
 ranked AS (
@@ -148,8 +153,12 @@ SELECT
     round(expected_interruptions, 2) AS expected_interruptions,
     round(compute_usd, 2) AS compute_usd, round(storage_usd, 2) AS storage_usd,
     round(egress_usd, 2) AS egress_usd, round(total_usd, 2) AS total_usd,
-    observed_at, price_age_days, stale,
+    last_seen_at AS observed_at, price_age_days, stale,
+    CASE WHEN replayed THEN 'replay' ELSE 'live' END AS price_source, availability,
     coalesce(reject_reason,
+        CASE WHEN too_old
+             THEN printf('price last seen %d days ago, older than --max-price-age %g days',
+                         price_age_days, $max_age_days) END,
         CASE WHEN expected_s IS NULL
              THEN printf('interrupted too often (%.3f/h over %d machine(s)) for %.0f-min '
                          || 'checkpoints: it would never finish', interrupts_per_hour, nodes,
@@ -209,7 +218,7 @@ SELECT
                                    interval_s / 60)
                   END
                   || CASE WHEN losing_per_hour > 0
-                          THEN printf(' with C = %.0f s and MTBF %.0f h (%s)', write_s,
+                          THEN printf(' with C = %.3g s and MTBF %.0f h (%s)', write_s,
                                       1 / losing_per_hour,
                                       concat_ws(' + ',
                                           CASE WHEN hw_interrupts_per_hour > 0
@@ -261,12 +270,21 @@ SELECT
              THEN printf('runs in %s (no %s on this GPU)', dtype, $dtype) END,
         CASE WHEN stale THEN 'stale: the provider''s last refresh failed; last good price'
         END,
-        CASE WHEN price_age_days > $stale_days
+        CASE WHEN replayed
+             THEN printf('price from a recorded capture of %s (%d days old), replayed: not '
+                         || 'a current price', strftime(last_seen_at, '%Y-%m-%d'),
+                         price_age_days)
+             WHEN price_age_days > $stale_days
              THEN printf('price observed %d days ago', price_age_days) END,
+        CASE WHEN availability = 'out_of_stock'
+             THEN printf('%s reported no stock when last read (%s): ranked after the offers '
+                         || 'that may be rented now', provider,
+                         strftime(last_seen_at, '%Y-%m-%d %H:%M UTC')) END,
     ], lambda x: x IS NOT NULL) AS reasons
 FROM compared
 ORDER BY
     rejected_because IS NOT NULL,
+    availability = 'out_of_stock',
     CASE WHEN $spot_policy = 'prefer' THEN pricing_model <> 'spot' ELSE false END,
     CASE $objective
         WHEN 'cost' THEN total_usd

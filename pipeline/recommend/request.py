@@ -15,6 +15,10 @@ SpotPolicy = Literal["allow", "prefer", "forbid"]
 # Restart after an interruption: provision, pull the image, load model and checkpoint. Ten
 # minutes is an assumption (no provider publishes it); it is a parameter of the request.
 RESTART_S = 600.0
+# A nightly refresh keeps prices a day old; a week allows for a provider failing a few nights
+# running. Older prices are not ranked (--explain lists them). Prices replayed from recorded
+# captures are historical by construction and exempt: they are ranked and labelled as such.
+MAX_PRICE_AGE_DAYS = 7.0
 
 
 class RecommendRequest(BaseModel):
@@ -23,9 +27,12 @@ class RecommendRequest(BaseModel):
     spot: SpotPolicy = "allow"
     max_hours: float | None = Field(default=None, gt=0)
     checkpoint_every_min: float | None = Field(
-        default=30.0, gt=0,
-        description="minutes between checkpoints; None: chosen per offer by Young/Daly "
-                    "from its checkpoint write time and its interruption rate")
+        default=None, gt=0,
+        description="minutes between checkpoints; None (the default): chosen per offer by "
+                    "Young/Daly from its checkpoint write time and its interruption rate")
+    max_price_age_days: float | None = Field(
+        default=MAX_PRICE_AGE_DAYS, gt=0,
+        description="live prices last seen longer ago are not ranked; None: no limit")
     storage_gb: float | None = Field(default=None, ge=0, description="else derived from the job")
     providers: list[str] | None = None
     region: str | None = None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gpuscout.core.models import PricingModel
+from gpuscout.core.models import Availability, PricingModel
 
 
 class RankedOffer(BaseModel):
@@ -48,11 +49,21 @@ class RankedOffer(BaseModel):
     storage_usd: float
     egress_usd: float
     total_usd: float
-    observed_at: datetime | None
+    observed_at: datetime | None = Field(description="the refresh that last saw this price")
     price_age_days: int | None
+    price_source: Literal["live", "replay"] = Field(
+        default="live", description="replay: read from a recorded capture, not a live fetch")
+    availability: Availability = Availability.UNKNOWN
     stale: bool
     reasons: list[str]
     rejected_because: None = Field(default=None, description="None: a ranked offer runs the job")
+
+    @property
+    def price_age_label(self) -> str:
+        """How old the price is and whether it was read live: "2 d", "replay 2023-09-21"."""
+        if self.price_source == "replay":
+            return "replay " + (f"{self.observed_at:%Y-%m-%d}" if self.observed_at else "?")
+        return "?" if self.price_age_days is None else f"{self.price_age_days} d"
 
 
 class RejectedOffer(BaseModel):
@@ -79,3 +90,5 @@ class Recommendation(BaseModel):
     ranked: list[RankedOffer]
     rejected_cheaper: list[RejectedOffer]
     warnings: list[str] = Field(default_factory=list, description="about the job's inputs")
+    price_notes: list[str] = Field(default_factory=list, description="about the prices "
+                                   "ranked: replayed captures, the age limit applied")

@@ -15,7 +15,7 @@ from offer_factory import make_offer
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.errors import DataError
 from gpuscout.core.models import Interconnect, NetworkFabric, PricingModel
-from gpuscout.pipeline.profiles import load_profiles, parse_profiles, planning_table
+from gpuscout.pipeline.profiles import load_profiles, parse_profiles, profiles_table
 from gpuscout.pipeline.recommend import RecommendRequest, recommend
 from gpuscout.pipeline.recommend.plans import (
     DEFAULT_MAX_CLUSTER_NODES,
@@ -138,7 +138,7 @@ def test_cluster_size_is_a_sourced_profile_fact() -> None:
     assert (azure.max_cluster_nodes, azure.multinode_fabric, azure.multinode_gbps) == \
         (100, "InfiniBand", 3200.0)
     assert azure.sources["max_cluster_nodes"].startswith("https://github.com/MicrosoftDocs/")
-    table = planning_table()
+    table = profiles_table()
     assert dict(zip(table["provider"].to_pylist(), table["max_cluster_nodes"].to_pylist(),
                     strict=True))["azure"] == 100
     row = {"provider": "aws", "fact": "max_cluster_nodes", "value": "64", "unit": "nodes",

@@ -41,3 +41,28 @@ def test_read_only_open_of_missing_file_is_a_clear_error(tmp_path: Path) -> None
     with pytest.raises(DataError, match="run `gpuscout refresh` first"), \
             connect(tmp_path / "missing.duckdb", read_only=True):
         pass
+
+
+def test_reader_of_an_older_warehouse_is_told_to_refresh(tmp_path: Path) -> None:
+    """A warehouse written before migration 0005 lacks provider_profiles.max_cluster_nodes: a
+    reader (which may not migrate) gets a DataError naming the missing migration; a write
+    session upgrades it and readers work again, profile rows kept."""
+    import pytest
+
+    from gpuscout.core.errors import DataError
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    migrate(con)
+    con.execute("ALTER TABLE provider_profiles DROP COLUMN max_cluster_nodes")
+    con.execute("DELETE FROM schema_migrations WHERE version = 5")
+    con.execute("INSERT INTO provider_profiles (provider, billing_increment_s) VALUES ('x', 60)")
+    con.close()
+    with pytest.raises(DataError, match=r"lacks 0005_cluster_nodes\.sql.*gpuscout refresh"), \
+            connect(path, read_only=True):
+        pass
+    with connect(path) as con:
+        pass
+    with connect(path, read_only=True) as con:
+        assert con.execute("SELECT provider, billing_increment_s, max_cluster_nodes "
+                           "FROM providers").fetchall() == [("x", 60, None)]

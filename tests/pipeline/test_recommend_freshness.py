@@ -1,0 +1,101 @@
+"""Fresh prices and stock in the ranking: --max-price-age sets old live prices aside (with the
+reason, for --explain), replayed captures are ranked but labelled, and an offer whose provider
+reports no stock is ranked after those that may be rented now."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from offer_factory import make_offer
+
+from gpuscout.core.models import Availability
+from gpuscout.pipeline.recommend import RecommendRequest, recommend
+from gpuscout.pipeline.recommend.request import MAX_PRICE_AGE_DAYS
+from gpuscout.sizing.job import Job
+from gpuscout.warehouse.arrow import offers_to_table
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import merge_offers, replace_provider_profiles, transaction
+
+NOW = datetime(2026, 6, 30, 12, tzinfo=UTC)
+H100 = {"gpu_count": 1, "interconnect": "single", "interconnect_gbps": None}
+
+
+def _offer(provider: str, price: float, days_old: float, **extra):
+    return make_offer(f"{provider}-h100", provider=provider, price=price,
+                      observed_at=NOW - timedelta(days=days_old), **{**H100, **extra})
+
+
+def _run_log(con, provider: str, mode: str) -> None:
+    con.execute("""INSERT INTO refresh_run_log VALUES (?, ?, ?, ?, ?, 1.0, 'ok', true, 1, 1, 1,
+                   1, 0, 0, 0, 0, [], ?, NULL)""",
+                ["r1", provider, mode, NOW, NOW, NOW])
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "w.duckdb"
+    offers = [
+        _offer("fresh", 3.00, days_old=1),
+        _offer("old", 2.00, days_old=10),          # cheaper, but its price is 10 days old
+        _offer("recorded", 2.50, days_old=400),    # a replayed capture: exempt, labelled
+        _offer("gone", 1.00, days_old=1, availability=Availability.OUT_OF_STOCK),
+    ]
+    with connect(path) as con:
+        for o in offers:
+            with transaction(con):
+                merge_offers(con, offers_to_table([o]), provider=o.provider, run_id="r1",
+                             complete=True)
+        for provider in ("fresh", "old", "gone"):
+            _run_log(con, provider, "live")
+        _run_log(con, "recorded", "replay")
+        replace_provider_profiles(con, pa.Table.from_pylist(
+            [{"provider": p, "billing_increment_s": 1}
+             for p in ("fresh", "old", "recorded", "gone")]))
+    return path
+
+
+def _recommend(db: Path, **req):
+    arch, job, _ = Job(model="meta-llama/Llama-3.1-8B", method="qlora").resolve()
+    with connect(db, read_only=True) as con:
+        return recommend(con, arch, job, RecommendRequest(tokens=10**7, now=NOW, **req))
+
+
+def test_old_live_prices_are_set_aside_with_the_reason(db: Path) -> None:
+    assert MAX_PRICE_AGE_DAYS == 7.0
+    rec = _recommend(db)
+    ranked = [r.provider for r in rec.ranked]
+    assert "old" not in ranked
+    old = next(r for r in rec.rejected_cheaper if r.provider == "old")
+    assert old.rejected_because == ("price last seen 10 days ago, older than --max-price-age "
+                                    "7 days")
+    assert any("1 offers with prices older than 7 days were set aside" in n
+               for n in rec.price_notes)
+    # a wider limit ranks it, cheapest of those in stock; no limit at all likewise
+    for wider in ({"max_price_age_days": 30}, {"max_price_age_days": None}):
+        assert [r.provider for r in _recommend(db, **wider).ranked][0] == "old"
+
+
+def test_replayed_captures_are_ranked_but_labelled(db: Path) -> None:
+    rec = _recommend(db)
+    recorded = next(r for r in rec.ranked if r.provider == "recorded")
+    assert (recorded.price_source, recorded.price_age_days) == ("replay", 400)
+    assert recorded.price_age_label == "replay 2025-05-26"
+    assert "price from a recorded capture of 2025-05-26 (400 days old), replayed: not a " \
+           "current price" in recorded.reasons
+    fresh = next(r for r in rec.ranked if r.provider == "fresh")
+    assert (fresh.price_source, fresh.price_age_label) == ("live", "1 d")
+    assert any(n.startswith("1 offers of 1 providers are replayed captures recorded "
+                            "2025-05-26 to 2025-05-26") for n in rec.price_notes)
+
+
+def test_no_stock_is_ranked_after_the_offers_that_may_be_rented(db: Path) -> None:
+    rec = _recommend(db)
+    # "gone" is the cheapest by far, yet last: recorded 2.50, fresh 3.00, then gone 1.00
+    assert [r.provider for r in rec.ranked] == ["recorded", "fresh", "gone"]
+    gone = rec.ranked[-1]
+    assert gone.availability is Availability.OUT_OF_STOCK
+    assert any(x.startswith("gone reported no stock when last read (2026-06-29")
+               for x in gone.reasons)
