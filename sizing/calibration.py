@@ -38,6 +38,10 @@ Metric = Literal["allocated", "reserved", "device", "none"]
 GPU_MAP: dict[str, str] = {
     "L40S-48GB": "l40s-48gb",
     "A100-80GB": "a100-sxm-80gb",
+    "A100-SXM4-80GB": "a100-sxm-80gb",
+    "A100 80GB": "a100-sxm-80gb",
+    "H100 80GB": "h100-sxm-80gb",
+    "RTX PRO 6000 96GB": "rtx-pro-6000-96gb",
     "A100-40GB": "a100-sxm-40gb",
     "H100-80GB": "h100-sxm-80gb",
     "V100-SXM2-16GB": "v100-sxm2-16gb",
@@ -66,13 +70,15 @@ METHOD_MAP: dict[str, tuple[str, bool]] = {
 }
 
 # Whether a row's batches vary in length with the CUDA cache kept between steps (JobSpec
-# .variable_lengths): not for packed data or fixed-size dummy batches (row notes), nor for the
+# .variable_lengths): not for packed data, fixed-size dummy batches, samples padded to the
+# maximum length or sequences "fully filled" with tokens (row notes), nor for the
 # PEFT MetaMathQA benchmark: its BucketIterator sorts every bucket of 20 batches long to short
 # (utils.py) and run.py calls torch.cuda.empty_cache() every 10 steps
 # (ACCELERATOR_EMPTY_CACHE_SCHEDULE = 10), so each bucket's longest batch runs first on an
 # emptied cache and no segment of a shorter batch is left over. ms-swift (batch 1, samples up
 # to max_length, truncation_strategy 'delete') and the other sources keep their cache.
-FIXED_LENGTH_MARKERS = ("packed", "dummy data")
+FIXED_LENGTH_MARKERS = (r"\bpacked", r"dummy data", r"pads every sample to max_len",
+                        r"fully filled tokens")
 CACHE_EMPTYING_SOURCES = ("method_comparison/MetaMathQA",)
 
 # ms-swift's documented defaults for rows that do not restate them (row notes).
@@ -169,9 +175,53 @@ def _gpu(text: str) -> str:
     raise KeyError(f"no catalog GPU for measurement GPU {text!r}")
 
 
+def method_key(text: str) -> str:
+    """The file's method as METHOD_MAP spells it: "QLoRA (GPTQ int4 base)" -> "qlora"."""
+    return text.split(" ")[0].split("(")[0].strip().lower()
+
+
+def model_id(text: str) -> str:
+    """The model column without a trailing remark: "Qwen/Qwen-7B (base vs chat not stated)"."""
+    return text.split(" (")[0].strip()
+
+
+def _amp(base: str, optimizer: str, sharding: str) -> bool:
+    """fp32 master weights: AMP, "mixed precision" or DeepSpeed's fp16 engine (it keeps fp32
+    masters even on one GPU), unless the row says AMP is off."""
+    if "amp off" in base:
+        return False
+    return ("amp" in base or "mixed precision" in base or "fp32 master" in optimizer
+            or "fp16 mixed precision" in sharding)
+
+
+def _sharding(text: str) -> tuple[str, str]:
+    """(sharding, offload) from the sharding column: "zero3...", "fsdp...", "DeepSpeed ZeRO-2
+    ...", "FSDP (size_based wrap) + CPU offload"; a ZeRO config on one GPU shards nothing."""
+    t = text.lower().replace("deepspeed ", "").replace("zero-", "zero")
+    sharding = "none"
+    if t.startswith("zero3"):
+        sharding = "zero3"
+    elif t.startswith("zero2") and "on 1 gpu" not in t:
+        sharding = "zero2"
+    elif t.startswith("fsdp"):
+        sharding = "fsdp"
+    elif t.startswith(("model_parallel", "tp")):
+        sharding = "zero3"  # layers split over GPUs: weights divide, activations do not
+    # the scripts' DeepSpeed/FSDP configs offload params + optimizer
+    offload = "params" if "cpu_offload" in t or "cpu offload" in t else "none"
+    return sharding, offload
+
+
+def _flash(text: str) -> bool:
+    """FlashAttention, or SDPA, which runs the flash or memory-efficient kernel for 16-bit
+    inputs on these GPUs: attention memory linear in the sequence either way."""
+    t = text.lower()
+    return not t.startswith("no") or "sdpa" in t
+
+
 def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
     """The estimator's inputs for one measurement row (see the module docstring)."""
-    method, _ = METHOD_MAP[r["method"].split(" ")[0].split("(")[0].strip()]
+    method, _ = METHOD_MAP[method_key(r["method"])]
     base = r["base_dtype"].lower()
     quant, upcast, double_quant = "none", True, True
     if "nf4" in base or "int4" in base:
@@ -182,19 +232,10 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         quant, upcast = "int8", "gptq" not in base
     if quant != "none" and method == "lora":
         method = "qlora"
-    amp = "amp" in base or "fp32 master" in r["optimizer"].lower()
+    amp = _amp(base, r["optimizer"].lower(), r["sharding"].lower())
     dtype = "fp32" if base.startswith("fp32") and not amp else (
-        "fp16" if "fp16" in base else "bf16")
-    sharding_text = r["sharding"].lower()
-    sharding, offload = "none", "none"
-    if sharding_text.startswith("zero3"):
-        sharding = "zero3"
-    elif sharding_text.startswith("fsdp"):
-        sharding = "fsdp"
-    elif sharding_text.startswith(("model_parallel", "tp")):
-        sharding = "zero3"  # layers split over GPUs: weights divide, activations do not
-    if "cpu_offload" in sharding_text:
-        offload = "params"  # the scripts' DeepSpeed/FSDP configs offload params + optimizer
+        "fp16" if "fp16" in base or "fp16 mixed" in r["sharding"].lower() else "bf16")
+    sharding, offload = _sharding(r["sharding"])
     gpus = _int(r["num_gpus"], 1)
     # DeepSpeed ZeRO-3 and FSDP (accelerate ≥ 0.30) keep fp32 masters; otherwise a bf16
     # model trained with bf16=True is pure bf16 (FORMULAS §2.1)
@@ -215,7 +256,7 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
     virtual = _int(r["lora_targets"], 20) if method in ("prefix", "prompt") else 20
     if r["method"].startswith("llama_adapter"):
         virtual = _int(r["lora_targets"].split("adapter_len")[-1], 10)
-    variable = not (any(m in r["notes"].lower() for m in FIXED_LENGTH_MARKERS)
+    variable = not (any(re.search(m, r["notes"].lower()) for m in FIXED_LENGTH_MARKERS)
                     or any(src in r["source"] for src in CACHE_EMPTYING_SOURCES))
     return JobSpec.model_validate(dict(
         method=method, lora_rank=rank, lora_targets=targets, num_virtual_tokens=virtual,
@@ -227,7 +268,8 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         else None,
         grad_accum=_int(r["grad_accum"], 1),
         grad_checkpointing=r["grad_checkpointing"].startswith("yes"),
-        flash_attention=not r["flash_attention"].startswith("no"),
+        flash_attention=_flash(r["flash_attention"]),
+        train_embeddings="modules_to_save" in r["lora_targets"],
         gpus=gpus, sharding=sharding if gpus > 1 or sharding != "none" else "none",
         offload=offload, variable_lengths=variable,
     ))
@@ -262,9 +304,8 @@ def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
     out: list[CalibrationRow] = []
     with path.open(newline="", encoding="utf-8") as f:
         for i, r in enumerate(csv.DictReader(f)):
-            arch = lookup(r["model"])
-            method_key = r["method"].split(" ")[0].split("(")[0].strip()
-            modeled, exact = METHOD_MAP[method_key]
+            arch = lookup(model_id(r["model"]))
+            modeled, exact = METHOD_MAP[method_key(r["method"])]
             job = job_for_row(r, arch)
             gpu: GpuSpec = catalog.gpu(_gpu(r["gpu"]))
             est = estimate(arch, job, gpu)
