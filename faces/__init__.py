@@ -1,8 +1,8 @@
 """gpuscout: GPU cloud offers, their price history, and the one that runs your job best.
 
-The Python API (see `gpuscout.api`): `refresh`, `offers`, `estimate`, `recommend`, `sql` and
-`export`, with `Job` for the job options. Names load on first use, so `import gpuscout` (and
-the CLI's start-up) stays cheap.
+The Python API (see `gpuscout.api`): `refresh`, `offers`, `estimate`, `fit`, `recommend`,
+`sql` and `export`, with `Job` for the job options. Names load on first use, so `import
+gpuscout` (and the CLI's start-up) stays cheap.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         check,
         estimate,
         export,
+        fit,
         offers,
         offers_table,
         recommend,
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from gpuscout.sizing.types import Estimate
 
 _HOME = {
-    **dict.fromkeys(["CurrentOffer", "check", "estimate", "export", "offers", "offers_table",
+    **dict.fromkeys(["CurrentOffer", "check", "estimate", "export", "fit", "offers",
+                     "offers_table",
                      "recommend", "refresh", "sql"], "gpuscout.api"),
     **dict.fromkeys(["DataError", "GpuscoutError", "UserInputError"], "gpuscout.core.errors"),
     **dict.fromkeys(["RankedOffer", "Recommendation", "RejectedOffer"],
@@ -41,7 +43,7 @@ _HOME = {
 __all__ = [
     "CurrentOffer", "DataError", "Estimate", "GpuscoutError", "Job", "RankedOffer",
     "Recommendation", "RejectedOffer", "RunReport", "UserInputError", "check", "estimate",
-    "export",
+    "export", "fit",
     "offers", "offers_table", "recommend", "refresh", "sql",
 ]
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the heavy modules load when a function is called, not at im
     from gpuscout.pipeline.check import CheckReport
     from gpuscout.pipeline.recommend import Objective, Recommendation, SpotPolicy
     from gpuscout.pipeline.refresh import ProgressHook, RunReport, Source
+    from gpuscout.sizing.fit import FitAdvice
     from gpuscout.sizing.types import Estimate
 
 OfferSort = Literal["price", "gpu-hour", "vram-hour"]
@@ -171,6 +172,16 @@ def estimate(job: Job | None = None, *, gpu: str | None = None, tokens: float | 
         warnings.append("--tokens needs --gpu to turn into hours")
     est = run_estimate(arch, spec, gpu_spec, int(tokens) if tokens else None)
     return est.model_copy(update={"notes": [*warnings, *est.notes]})
+
+
+def fit(job: Job | None = None, *, gpu: str, **options: Any) -> FitAdvice:
+    """On `gpu`: the largest micro-batch and sequence length that fit, and the changes
+    (checkpointing, 8-bit optimizer, QLoRA, fused loss, offload, more GPUs, ...) that make the
+    job fit, each with its peak memory and its GPU-hours relative to the job as given."""
+    from gpuscout.sizing.fit import fit_advice
+
+    arch, spec, _ = _job(job, options).resolve()
+    return fit_advice(arch, spec, _gpu(gpu))
 
 
 def _gpu(gpu_id: str) -> Any:

@@ -15,12 +15,16 @@ from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.job import Job  # the command's annotation: typer reads it at start-up
 
 if TYPE_CHECKING:  # the model modules load data; keep them off the CLI's start-up path
+    from gpuscout.sizing.fit import FitAdvice
     from gpuscout.sizing.types import Estimate
 
 GpuOpt = Annotated[str | None, typer.Option("--gpu", help="GPU id, e.g. h100-sxm-80gb")]
 TokensOpt = Annotated[float | None, typer.Option(
     "--tokens", help="training tokens in total (for hours)")]
 FormatOpt = Annotated[str, typer.Option("--format", help="table|json")]
+FitOpt = Annotated[bool, typer.Option(
+    "--fit", help="with --gpu: the largest micro-batch and sequence that fit, and the changes "
+                  "that make the job fit, with their memory and cost")]
 
 
 def estimate_to_dict(est: Estimate) -> dict[str, Any]:
@@ -80,16 +84,48 @@ def _print_table(data: dict[str, Any]) -> None:
         console.print(f"- {note}", highlight=False)
 
 
+def _print_fit(advice: FitAdvice) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    batch = advice.max_batch_size
+    seq = advice.max_seq_len
+    console.print(f"on {advice.gpu_id} ({advice.vram_gb:g} GB): largest micro-batch at this "
+                  f"sequence length {batch if batch is not None else 'none (not even 1)'}; "
+                  f"longest sequence at this micro-batch "
+                  f"{f'{seq:,} tokens' if seq is not None else 'none'}", highlight=False)
+    table = Table(title="changes" + ("" if advice.fits else " that make the job fit"),
+                  show_header=True)
+    for col in ("change", "peak GB", "saves GB", "fits", "tokens/s", "cost ×"):
+        table.add_column(col, justify="left" if col == "change" else "right")
+    for c in advice.changes:
+        table.add_row(c.change, f"{c.peak_gb_per_gpu:,.1f}", f"{c.saves_gb:,.1f}",
+                      "yes" if c.fits else "no",
+                      "" if c.tokens_per_s is None else f"{c.tokens_per_s:,.0f}",
+                      "" if c.cost_factor is None else f"{c.cost_factor:.2f}")
+    console.print(table)
+    console.print("cost ×: GPU-seconds per token against the job as given")
+
+
 @job_options()
 def estimate_command(job: Job, gpu: GpuOpt = None, tokens: TokensOpt = None,
-                     output_format: FormatOpt = "table") -> None:
+                     output_format: FormatOpt = "table", fit: FitOpt = False) -> None:
     """Estimate peak GPU memory (with a breakdown) and training time of a fine-tuning job."""
     from gpuscout.api import estimate
+    from gpuscout.api import fit as fit_advice
 
     if output_format not in ("table", "json"):
         raise UserInputError(f"--format {output_format!r} is not one of table|json")
+    if fit and gpu is None:
+        raise UserInputError("--fit needs --gpu: what fits depends on the GPU's memory")
     data = estimate_to_dict(estimate(job, gpu=gpu, tokens=tokens))
+    advice = fit_advice(job, gpu=gpu) if fit and gpu is not None else None
     if output_format == "json":
+        if advice is not None:
+            data["fit"] = advice.model_dump()
         typer.echo(json.dumps(data, indent=2))
     else:
         _print_table(data)
+        if advice is not None:
+            _print_fit(advice)
