@@ -148,12 +148,11 @@ def _sizing_samples(con: Any, arch: Any, job: Any, request: Any, catalog: Any,
     """The part of recommend() that sizes the job per machine shape (no offer is priced)."""
     try:
         from gpuscout.pipeline.recommend.plans import plan_shapes
-        from gpuscout.pipeline.recommend.rank import _sql
+        from gpuscout.pipeline.recommend.rank import _sql, offer_filters
         from gpuscout.warehouse.queries import run_query
 
         def sizing() -> Any:
-            shapes = run_query(con, _sql("shapes"),
-                               {"providers": None, "region": None, "spot_policy": "allow"})
+            shapes = run_query(con, _sql("shapes"), offer_filters(request))
             return plan_shapes(arch, job, shapes, request.tokens, catalog)
 
         return timed(sizing, runs)[0]

@@ -105,12 +105,17 @@ def expected_run_s(compute_s: float, write_s: float, interval_s: float, losing_p
     return run / (1 - loss)
 
 
+def offer_filters(req: RecommendRequest) -> dict[str, object]:
+    """The parameters of offers.sql (the offers a request may use, and their placement)."""
+    return {"providers": req.providers or None, "region": req.region,
+            "spot_policy": req.spot, "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
+            "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES}
+
+
 def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
               req: RecommendRequest, catalog: Catalog | None = None) -> Recommendation:
     catalog = catalog or load_catalog()
-    filters = {"providers": req.providers or None, "region": req.region,
-               "spot_policy": req.spot, "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
-               "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES}
+    filters = offer_filters(req)
     checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
     storage_gb = derived_storage if req.storage_gb is None else req.storage_gb
     shapes = run_query(con, _sql("shapes"), filters)
