@@ -357,6 +357,18 @@ def _recommendation_html(data: ReportData) -> str:
         f"machine shapes; storage {rec.storage_gb:,.1f} GB during the run (base model, "
         f"tokenized data, two checkpoints of {rec.checkpoint_gb:,.2f} GB), final weights "
         f"{rec.egress_gb:,.2f} GB downloaded.</p>")
+    parts += [f'<p class="note">{_e(n)}</p>' for n in rec.price_notes]
+    if rec.managed:
+        rows = [f'<tr class="managed"><td>{_e(q.service)}</td><td>{_e(q.method)}</td>'
+                f"{_num('usd_per_million', q.row.usd_per_million_training_tokens, ',.2f')}"
+                f"{_num('cost_usd', q.cost_usd, ',.2f')}"
+                f"<td class=\"why\">{' · '.join(_e(n) for n in q.notes)}</td></tr>"
+                for q in rec.managed]
+        parts.append("<h3>Managed fine-tuning, priced per training token</h3>"
+                     "<p class=\"note\">No GPU to rent: the service's price for this model "
+                     "and method times the job's training tokens.</p>"
+                     + _table(["service", "method", "$ per 1M tokens", "total $", "notes"],
+                              rows, "managed"))
     if rec.rejected_cheaper:
         rows = [f"<tr><td>{_e(r.provider)}</td><td>{_e(r.offer_key)}</td>"
                 f"{_num('price_usd_per_hour', r.price_usd_per_hour, ',.2f')}"

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpuscout.cli.output import console as make_console
 from gpuscout.pipeline.recommend import RankedOffer, Recommendation
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _shape(row: RankedOffer) -> str:
     shape = f"{row.gpu_id} ×{row.gpus_per_node}"
     return shape + (f" ×{row.nodes} nodes" if row.nodes > 1 else "")
+
+
+def managed_table(rec: Recommendation) -> Table:
+    """Managed fine-tuning beside the rented offers: per-token prices, no GPU to choose."""
+    from rich.table import Table
+
+    best = rec.ranked[0].total_usd if rec.ranked else None
+    table = Table(title="managed fine-tuning, priced per training token (no GPU to rent)",
+                  header_style="bold")
+    for col in ("service", "method", "$/1M tokens", "total $", "vs best rented", "notes"):
+        table.add_column(col, overflow="fold")
+    for q in rec.managed:
+        versus = "" if not best else f"{q.cost_usd / best:.1f}×"
+        table.add_row(q.service, q.method, f"{q.row.usd_per_million_training_tokens:.2f}",
+                      f"{q.cost_usd:,.2f}", versus, "\n".join(q.notes))
+    return table
 
 
 def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
@@ -31,6 +52,8 @@ def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
     out.print(f"storage {rec.storage_gb:.1f} GB during the run, checkpoints "
               f"{rec.checkpoint_gb:.2f} GB, final weights {rec.egress_gb:.2f} GB; "
               f"{rec.shapes_evaluated} machine shapes sized", highlight=False)
+    if rec.managed:
+        out.print(managed_table(rec))
     for w in [*rec.price_notes, *rec.warnings]:
         out.print(f"- {w}", highlight=False)
     if not rec.ranked:

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from gpuscout.core.catalog import Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import DataError
+from gpuscout.pipeline.recommend.managed import managed_quotes
 from gpuscout.pipeline.recommend.plans import (
     DEFAULT_MAX_CLUSTER_NODES,
     MIN_GPUS_FOR_MULTI_NODE,
@@ -168,6 +169,7 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
         rejected_cheaper=[RejectedOffer.model_validate(r)
                           for r in rejected.slice(0, REJECTED_SHOWN).to_pylist()],
         price_notes=notes,
+        managed=managed_quotes(arch.model_id, arch.total_params / 1e9, job.method, req.tokens),
     )
 
 

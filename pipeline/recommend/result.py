@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gpuscout.core.models import Availability, PricingModel
+from gpuscout.pipeline.recommend.managed import ManagedQuote
 
 
 class RankedOffer(BaseModel):
@@ -92,3 +93,6 @@ class Recommendation(BaseModel):
     warnings: list[str] = Field(default_factory=list, description="about the job's inputs")
     price_notes: list[str] = Field(default_factory=list, description="about the prices "
                                    "ranked: replayed captures, the age limit applied")
+    managed: list[ManagedQuote] = Field(
+        default_factory=list, description="managed fine-tuning services priced per training "
+        "token for this model and method, cheapest first: no GPU to rent, a row of its own kind")

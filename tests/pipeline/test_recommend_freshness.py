@@ -99,3 +99,20 @@ def test_no_stock_is_ranked_after_the_offers_that_may_be_rented(db: Path) -> Non
     assert gone.availability is Availability.OUT_OF_STOCK
     assert any(x.startswith("gone reported no stock when last read (2026-06-29")
                for x in gone.reasons)
+
+
+def test_managed_fine_tuning_is_priced_beside_the_rented_offers(db: Path) -> None:
+    """Llama-3.1-8B (8.03 B parameters) QLoRA on 1e7 tokens: Ori's "up to 10B" LoRA price
+    $0.46/1M → $4.60, Fireworks' "up to 16B" $0.50/1M → $5.00 (pipeline/data/
+    managed_finetuning.csv), cheapest first; the view prints them as a table of their own."""
+    from gpuscout.cli.recommend_view import managed_table
+
+    rec = _recommend(db)
+    assert [(q.service, q.cost_usd) for q in rec.managed] == [("ori", 4.6), ("fireworks", 5.0)]
+    assert all(q.matched_by == "size_band" for q in rec.managed)
+    table = managed_table(rec)
+    assert table.row_count == 2
+    # a method no service sells gets none
+    arch, job, _ = Job(model="meta-llama/Llama-3.1-8B", method="full").resolve()
+    with connect(db, read_only=True) as con:
+        assert recommend(con, arch, job, RecommendRequest(tokens=10**7, now=NOW)).managed == []

@@ -120,6 +120,13 @@ def test_recommendation_numbers_match_recommend(bundled_db: Path,
     data = _plot_data(tree, "recommendation-cost")
     assert [t["name"].split(" ")[0] for t in data] == ["compute", "persistent", "egress"]
     assert data[0]["x"] == [r.compute_usd for r in rec.ranked]
+    # managed fine-tuning beside the rented offers, and the price notes (replayed captures)
+    managed = tree.css("#recommendation table.managed tr.managed")
+    assert [(tr.css_first("td").text(), float(tr.css_first('td[data-field="cost_usd"]')
+             .attributes["data-value"] or "nan")) for tr in managed] == \
+        [(q.service, q.cost_usd) for q in rec.managed]
+    assert rec.managed and rec.price_notes
+    assert rec.price_notes[0] in _text(tree, "#recommendation")
 
 
 def test_job_options_reach_the_recommendation(bundled_db: Path, tmp_path: Path) -> None:
