@@ -68,7 +68,7 @@ def test_every_provider_has_a_billing_increment_or_is_a_known_gap() -> None:
     ("aws", "billing_increment_s", 1),
     ("aws", "min_charge_s", 60),
     ("aws", "spot_notice_s", 120),
-    ("aws", "multinode_fabric", "EFA"),
+    ("azure", "multinode_fabric", "InfiniBand"),
     ("gcp", "spot_notice_s", 30),
     ("azure", "spot_notice_s", 30),
     ("runpod", "spot_notice_s", 5),
@@ -84,6 +84,14 @@ def test_pinned_facts(provider, fact, value) -> None:
     profile = load_profiles()[provider]
     assert getattr(profile, fact) == value
     assert profile.sources[fact].startswith("https://")
+
+
+def test_aws_fabric_is_per_instance_type_not_per_provider() -> None:
+    # EFA bandwidth differs by instance type (3200 Gb/s on p5, 400 on g6e.48xlarge, 100 on
+    # g5.48xlarge): a provider-wide value would put every 8-GPU AWS machine on 3200 Gb/s. The
+    # sourced per-type values are in adapters/aws_network.csv.
+    aws = load_profiles()["aws"]
+    assert (aws.multinode_fabric, aws.multinode_gbps) == (None, None)
 
 
 def test_unknown_stays_none() -> None:
