@@ -6,6 +6,9 @@ A provider module (`adapters/<provider>.py`) is a plain module with:
     SOURCE_KIND: SourceKind    "api" or "html"
     CREDENTIALS: tuple[str, ...]   environment variables it reads for a live fetch (may be empty);
                                    optional unless fetch() raises MissingCredentialsError
+    OPTIONAL_CREDENTIALS: tuple[str, ...]   (may be left out: none) those of CREDENTIALS that
+                                   only switch a keyless source to a keyed one; a replay never
+                                   passes them, so it follows the keyless path it has captures of
     def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]
     def parse(captures: Sequence[Capture]) -> ParseResult
 

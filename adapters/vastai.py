@@ -93,7 +93,8 @@ QUERY: dict[str, Any] = {"rentable": {"eq": True}, "type": "on-demand",
 
 NAME = "vastai"
 SOURCE_KIND: SourceKind = "api"
-CREDENTIALS: tuple[str, ...] = ("VAST_API_KEY",)  # optional: the search works without a key
+CREDENTIALS: tuple[str, ...] = ("VAST_API_KEY",)
+OPTIONAL_CREDENTIALS = CREDENTIALS  # the search works without a key
 
 REQUIRED = ("gpu_name", "num_gpus", "gpu_ram", "dph_total")
 # What an offer is made of: the same ask id with any of these different is two conflicting asks.

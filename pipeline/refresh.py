@@ -306,8 +306,11 @@ def adapter_credentials(adapter: Adapter, mode: Mode) -> dict[str, str]:
     creds = credentials(adapter.CREDENTIALS)
     remember_secrets(creds.values())  # masked in every error text from now on
     if mode == "replay":
-        # Recorded URLs hold masked secrets, so any placeholder replays the same request.
-        creds = {n: creds.get(n, REPLAY_PLACEHOLDER) for n in adapter.CREDENTIALS}
+        # Recorded URLs hold masked secrets, so any placeholder replays the same request. A key
+        # that only switches to a keyed source is left out: the replay takes the keyless path.
+        optional: tuple[str, ...] = getattr(adapter, "OPTIONAL_CREDENTIALS", ())
+        creds = {n: creds.get(n, REPLAY_PLACEHOLDER) for n in adapter.CREDENTIALS
+                 if n not in optional}
     return creds
 
 

@@ -208,3 +208,17 @@ def test_fx_rates_are_fetched_stored_and_fall_back(tmp_path: Path) -> None:
                    transport=broken).fx
     assert none is not None
     assert none.origin == "usd-only" and none.usd_per_unit == {"USD": 1.0}
+
+
+def test_a_replay_passes_placeholders_for_required_keys_only(monkeypatch) -> None:
+    """Required keys get the replay placeholder (recorded URLs hold them masked); a key that
+    only switches to a keyed source is never passed to a replay, set or not, so the replay
+    takes the keyless path it has captures of. A live fetch gets what is set."""
+    from gpuscout.pipeline.refresh import REPLAY_PLACEHOLDER, adapter_credentials
+
+    adapter = SimpleNamespace(NAME="x", CREDENTIALS=("NEEDED_KEY", "EXTRA_KEY"),
+                              OPTIONAL_CREDENTIALS=("EXTRA_KEY",))
+    monkeypatch.delenv("NEEDED_KEY", raising=False)
+    monkeypatch.setenv("EXTRA_KEY", "secret-extra")
+    assert adapter_credentials(adapter, "replay") == {"NEEDED_KEY": REPLAY_PLACEHOLDER}
+    assert adapter_credentials(adapter, "live") == {"EXTRA_KEY": "secret-extra"}
