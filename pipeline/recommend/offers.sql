@@ -1,8 +1,12 @@
 -- The `offers` CTE that shapes.sql and rank.sql both start from (rank.py puts it in place of
 -- {offers}): the current offers a recommendation may use, with their provider's facts and
 -- their placement key, and whether the provider's prices were last read live or replayed
--- from recorded captures. Parameters: $providers, $region, $spot_policy,
--- $min_gpus_multi_node, $default_max_nodes.
+-- from recorded captures. An aggregator's offer (`$aggregators`: it resells another cloud's
+-- machine, named in provider_data.cloud, spelt as the warehouse spells it through
+-- `$cloud_from` -> `$cloud_to`) carries `resold_from`, and `direct_twin` when that cloud is read
+-- directly with the same GPU, count and pricing: the machine is then counted once, as the
+-- direct offer. Parameters: $providers, $region, $spot_policy, $min_gpus_multi_node,
+-- $default_max_nodes, $aggregators, $cloud_from, $cloud_to.
 offers AS (
     SELECT o.* EXCLUDE (billing_increment_s),
            -- an offer's own billing granularity wins over its provider's profile
@@ -33,7 +37,16 @@ offers AS (
                 WHEN offer_max_nodes IS NOT NULL THEN 'offer'
                 WHEN p.max_cluster_nodes IS NOT NULL THEN 'provider profile'
                 ELSE 'assumed' END                                          AS max_nodes_source,
-           coalesce(m.last_mode = 'replay', false)                          AS replayed
+           coalesce(m.last_mode = 'replay', false)                          AS replayed,
+           CASE WHEN list_contains($aggregators, o.provider)
+                THEN coalesce($cloud_to[list_position($cloud_from,
+                                  json_extract_string(o.provider_data, '$.cloud'))],
+                              json_extract_string(o.provider_data, '$.cloud')) END AS resold_from,
+           resold_from IS NOT NULL AND EXISTS (
+               SELECT 1 FROM current_offers d
+               WHERE d.provider = resold_from AND d.gpu_id = o.gpu_id
+                 AND d.gpu_count = o.gpu_count AND d.pricing_model = o.pricing_model
+           )                                                                AS direct_twin
     FROM current_offers o
     LEFT JOIN provider_profiles p USING (provider)
     LEFT JOIN (SELECT provider, arg_max(mode, started_at) AS last_mode

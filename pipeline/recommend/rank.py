@@ -66,6 +66,11 @@ BID_INTERRUPTS_PER_HOUR = 0.05
 MARKET_INTERRUPTS_PER_HOUR = -math.log(1 - 0.25) / 730
 # A price observed longer ago than this is called out in the reasons.
 PRICE_AGE_WARN_DAYS = 30
+# Providers that resell other clouds' machines; their adapters keep the cloud in
+# provider_data.cloud (adapters/shadeform.py, adapters/primeintellect.py), in the aggregator's
+# spelling where it differs from the warehouse's provider id.
+AGGREGATORS = ("shadeform", "primeintellect")
+CLOUD_NAMES = {"lambdalabs": "lambda"}
 # The --explain list: at most this many cheaper offers that were rejected.
 REJECTED_SHOWN = 20
 
@@ -110,7 +115,8 @@ def offer_filters(req: RecommendRequest) -> dict[str, object]:
     """The parameters of offers.sql (the offers a request may use, and their placement)."""
     return {"providers": req.providers or None, "region": req.region,
             "spot_policy": req.spot, "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
-            "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES}
+            "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES, "aggregators": list(AGGREGATORS),
+            "cloud_from": list(CLOUD_NAMES), "cloud_to": list(CLOUD_NAMES.values())}
 
 
 def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,

@@ -16,6 +16,9 @@ joined AS (
            pl.fabric_gbps_used, pl.ring_gbs, pl.scaling_efficiency, pl.checkpoint_writers,
            pl.checkpoint_write_s AS write_s, pl.hw_interrupts_per_hour,
            CASE
+               WHEN o.direct_twin
+                   THEN printf('resold %s machine, also read from %s directly: counted once, '
+                               || 'as the direct offer', o.resold_from, o.resold_from)
                WHEN o.gpu_id IS NULL THEN 'unknown GPU label ' || o.gpu_label
                WHEN o.gpu_count < 1 OR o.gpu_count <> floor(o.gpu_count)
                    THEN 'fractional GPU share'
@@ -155,6 +158,7 @@ SELECT
     round(egress_usd, 2) AS egress_usd, round(total_usd, 2) AS total_usd,
     last_seen_at AS observed_at, price_age_days, stale,
     CASE WHEN replayed THEN 'replay' ELSE 'live' END AS price_source, availability,
+    resold_from,
     coalesce(reject_reason,
         CASE WHEN too_old
              THEN printf('price last seen %d days ago, older than --max-price-age %g days',
@@ -171,6 +175,9 @@ SELECT
              THEN printf('takes %.1f h, over --max-hours %.1f', expected_hours, $max_hours)
         END) AS rejected_because,
     list_filter([
+        CASE WHEN resold_from IS NOT NULL
+             THEN printf('a %s machine rented through %s (not read from %s directly)',
+                         resold_from, provider, resold_from) END,
         printf('fits: needs %.1f of %.1f GB per GPU', need_gb_per_gpu, usable_gb_per_gpu)
             || CASE WHEN gpu_count * nodes > 1
                     THEN printf(' (%s over %d GPUs)', sharding, CAST(gpu_count * nodes AS INT))

@@ -55,6 +55,8 @@ class RankedOffer(BaseModel):
     price_source: Literal["live", "replay"] = Field(
         default="live", description="replay: read from a recorded capture, not a live fetch")
     availability: Availability = Availability.UNKNOWN
+    resold_from: str | None = Field(default=None, description="an aggregator's offer: the "
+                                    "cloud whose machine it resells")
     stale: bool
     reasons: list[str]
     rejected_because: None = Field(default=None, description="None: a ranked offer runs the job")

@@ -116,3 +116,43 @@ def test_managed_fine_tuning_is_priced_beside_the_rented_offers(db: Path) -> Non
     arch, job, _ = Job(model="meta-llama/Llama-3.1-8B", method="full").resolve()
     with connect(db, read_only=True) as con:
         assert recommend(con, arch, job, RecommendRequest(tokens=10**7, now=NOW)).managed == []
+
+
+def test_an_aggregators_resold_machine_is_counted_once(tmp_path: Path) -> None:
+    """Prime Intellect reselling a RunPod H100 that RunPod is read for directly is counted once,
+    as RunPod's own offer (the resold one goes to --explain, even though cheaper); a resold
+    Lambda machine (Shadeform spells it "lambdalabs") likewise; a resold Massed Compute machine,
+    a cloud not read directly, is ranked and says where it comes from."""
+    path = tmp_path / "agg.duckdb"
+    offers = [
+        _offer("runpod", 3.00, days_old=1),
+        _offer("lambda", 2.90, days_old=1),
+        make_offer("pi-h100", provider="primeintellect", price=2.40,
+                   observed_at=NOW - timedelta(days=1), provider_data={"cloud": "runpod"},
+                   **H100),
+        make_offer("sf-lambda-h100", provider="shadeform", price=2.50,
+                   observed_at=NOW - timedelta(days=1), provider_data={"cloud": "lambdalabs"},
+                   **H100),
+        make_offer("sf-mc-h100", provider="shadeform", price=2.80,
+                   observed_at=NOW - timedelta(days=1),
+                   provider_data={"cloud": "massedcompute"}, **H100),
+    ]
+    with connect(path) as con:
+        for provider in sorted({o.provider for o in offers}):
+            with transaction(con):
+                merge_offers(con, offers_to_table([o for o in offers if o.provider == provider]),
+                             provider=provider, run_id="r1", complete=True)
+    rec = _recommend(path)
+    assert [(r.provider, r.offer_key) for r in rec.ranked] == [
+        ("shadeform", "sf-mc-h100"), ("lambda", "lambda-h100"), ("runpod", "runpod-h100")]
+    resold = rec.ranked[0]
+    assert resold.resold_from == "massedcompute"
+    assert resold.reasons[0] == ("a massedcompute machine rented through shadeform (not read "
+                                 "from massedcompute directly)")
+    assert rec.ranked[1].resold_from is None
+    twins = {r.offer_key: r.rejected_because for r in rec.rejected_cheaper}
+    assert twins == {
+        "pi-h100": "resold runpod machine, also read from runpod directly: counted once, as "
+                   "the direct offer",
+        "sf-lambda-h100": "resold lambda machine, also read from lambda directly: counted "
+                          "once, as the direct offer"}
