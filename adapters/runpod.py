@@ -18,7 +18,11 @@ Reading rules, each backed by a recorded payload (adapters/snapshots/runpod/PROV
 The pricing pages (runpod.io/pricing) are not read: their JSON-LD has no cloud flags, no VRAM
 and no spot prices and covers 19 GPU types, and its `dateModified` lags the capture. `fetch()`
 asks the GraphQL API alone, and a failed fetch fails the refresh (the provider keeps its last
-good data) rather than falling back to a page.
+good data) rather than falling back to a page. The keyless query is reported rate-limited
+since 2026-09, with HTTP 410 announced for early 2027 (no RunPod page of it was found to cite):
+both statuses become a FetchError that says so (a key, when set, is sent with the query). The
+REST catalog that replaces it needs a key and is not read: no recorded response of it was found
+to build a parser on.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from gpuscout.adapters.toolkit import (
     positive_number,
     require_fields,
 )
+from gpuscout.core.errors import FetchError
 from gpuscout.core.models import (
     ParsedOffer,
     ParseResult,
@@ -59,7 +64,8 @@ GPU_TYPES_QUERY = (
 
 NAME = "runpod"
 SOURCE_KIND: SourceKind = "api"
-CREDENTIALS: tuple[str, ...] = ("RUNPOD_API_KEY",)  # optional: sent only when set
+CREDENTIALS: tuple[str, ...] = ("RUNPOD_API_KEY",)
+OPTIONAL_CREDENTIALS = CREDENTIALS  # sent only when set: the query works without it
 
 # tier -> (availability flag, on-demand price field, spot price field)
 TIERS: dict[str, tuple[str, str, str]] = {
@@ -74,7 +80,26 @@ PRICE_FIELDS = ("securePrice", "communityPrice", "secureSpotPrice", "communitySp
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
     key = creds.get("RUNPOD_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else None
-    return [client.post_json(GRAPHQL_URL, {"query": GPU_TYPES_QUERY}, headers=headers)]
+    try:
+        return [client.post_json(GRAPHQL_URL, {"query": GPU_TYPES_QUERY}, headers=headers)]
+    except FetchError as exc:
+        raise _explained(exc, keyed=bool(key)) from None
+
+
+def _explained(exc: FetchError, *, keyed: bool) -> FetchError:
+    """The two statuses reported for the keyless query, said in words: 410 once the query is
+    retired, 429 while it is rate-limited."""
+    if exc.status == 410:
+        message = ("RunPod's GraphQL gpuTypes query is gone (HTTP 410): RunPod retired it for "
+                   "the REST catalog, which this adapter does not read yet")
+    elif exc.status == 429:
+        message = ("RunPod rate-limited the GraphQL gpuTypes query (HTTP 429, retried): "
+                   + ("try again later" if keyed else
+                      "set RUNPOD_API_KEY to send it with your key, or try again later"))
+    else:
+        return exc
+    return FetchError(message, provider=NAME, url=exc.url, transient=exc.status == 429,
+                      status=exc.status)
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:

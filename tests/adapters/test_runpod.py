@@ -220,3 +220,35 @@ def test_fetch_never_falls_back_to_the_pricing_page() -> None:
                      sleep=lambda _: None) as client, pytest.raises(FetchError)):
         runpod.fetch(client, {})
     assert seen and {(r.method, str(r.url)) for r in seen} == {("POST", runpod.GRAPHQL_URL)}
+
+
+@pytest.mark.parametrize(("status", "keyed", "says", "transient"), [
+    (410, False, "GraphQL gpuTypes query is gone (HTTP 410)", False),
+    (429, False, "set RUNPOD_API_KEY to send it with your key", True),
+    (429, True, "rate-limited the GraphQL gpuTypes query (HTTP 429, retried): try again", True),
+])
+def test_a_retired_or_rate_limited_query_is_said_in_words(status: int, keyed: bool, says: str,
+                                                           transient: bool) -> None:
+    attempts: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        return httpx.Response(status, json={"errors": [{"message": "nope"}]})
+
+    creds = {"RUNPOD_API_KEY": "k-123"} if keyed else {}
+    with (HttpClient("runpod", transport=httpx.MockTransport(handler),
+                     sleep=lambda _: None) as client,
+          pytest.raises(FetchError) as caught):
+        runpod.fetch(client, creds)
+    assert says in str(caught.value)
+    assert (caught.value.status, caught.value.transient) == (status, transient)
+    # 429 is retried before it is reported; 410 is final at once
+    assert (len(attempts) > 1) == (status == 429)
+    assert all(("authorization" in r.headers) == keyed for r in attempts)
+
+
+def test_other_failures_keep_their_own_message() -> None:
+    with (HttpClient("runpod", transport=httpx.MockTransport(lambda r: httpx.Response(403)),
+                     sleep=lambda _: None) as client,
+          pytest.raises(FetchError, match=r"^runpod: HTTP 403")):
+        runpod.fetch(client, {})
