@@ -25,7 +25,10 @@ Reading rules:
   and a price column), never by styling classes. Only tables in a tab panel labelled "Nx" are
   on-demand instance prices: a priced row anywhere else (a cluster or reserved table, a stray
   row) has no GPU count and is rejected with where it was found; a tab widget without any "Nx"
-  tab is not the instance widget, and its rows are rejected likewise.
+  tab is not the instance widget, and its rows are rejected likewise. A row of an instance
+  table that cannot be read is a Reject and the page closes nothing (it may hold an offer the
+  warehouse has); an instance table with no rows, or none whose cells sit under their header
+  (a renamed column), is a ParseError naming it.
 - Page offer keys are built from count, page label and VRAM only, so the same machine shape
   keeps its key across page layouts and its price history stays linked; API offer keys are the
   instance type name and region.
@@ -273,15 +276,17 @@ def _same_shape(page: Shape, api: Shape) -> bool:
 # -- page -------------------------------------------------------------------------------------
 
 
-def _read_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+def _read_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject], bool]:
     # A page that prints the same machine twice at two prices says neither: both rows are
     # rejected (a repeat at the same price is the same offer).
-    offers, bad = _parse_page(capture)
+    offers, bad, whole = _parse_page(capture)
     offers, conflicts = one_price_per_key(NAME, offers)
-    return offers, [*bad, *conflicts]
+    return offers, [*bad, *conflicts], whole
 
 
-def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject], bool]:
+    """Offers, rejects and whether every instance row was read: a row of an instance table
+    that is not read may be an offer the warehouse holds, so the page then closes nothing."""
     tree = LexborHTMLParser(capture.text())
     if _priced_tables(tree) or tree.css_first("tr[data-plan]") is not None:
         return _parse_tabbed(tree, capture)
@@ -294,7 +299,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     if not offers and not rejects:
         raise parse_error(NAME, capture, "no pricing table: neither a table with VRAM/GPU and "
                           "price columns nor 'On-demand Nx' rows", "pricing table")
-    return offers, rejects
+    return offers, rejects, True
 
 
 # -- 2026 layout: tables in a tab widget ------------------------------------------------------
@@ -326,8 +331,9 @@ def _priced_tables(tree: LexborHTMLParser) -> list[LexborNode]:
 
 
 def _parse_tabbed(tree: LexborHTMLParser,
-                  capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+                  capture: Capture) -> tuple[list[ParsedOffer], list[Reject], bool]:
     results: list[ParsedOffer | Reject] = []
+    whole = True
     in_tables: set[int] = set()
     instance_tables = 0
     for table in _priced_tables(tree):
@@ -338,14 +344,17 @@ def _parse_tabbed(tree: LexborHTMLParser,
             results += [_outside(row, count) for row in rows if _is_priced(row)]
             continue
         instance_tables += 1
-        results += _read_instance_table(table, rows, count, capture)
+        read = _read_instance_table(table, rows, count, capture)
+        whole = whole and not any(isinstance(r, Reject) for r in read)
+        results += read
     # Plan rows in a table without instance headers: no GPU count and no columns to read.
     results += [_outside(row, "a table without VRAM/GPU and price headers")
                 for row in tree.css("tr[data-plan]") if row.mem_id not in in_tables]
     if not instance_tables:
         raise parse_error(NAME, capture, "no on-demand instance table: no table with VRAM/GPU "
                           "and price headers in an 'Nx' tab panel", "pricing table")
-    return split_results(results)
+    offers, rejects = split_results(results)
+    return offers, rejects, whole
 
 
 def _body_rows(table: LexborNode) -> list[LexborNode]:
@@ -373,6 +382,9 @@ def _read_instance_table(table: LexborNode, rows: list[LexborNode], count: int,
         if required not in labels:
             raise parse_error(NAME, capture, f"no '{required}' column in the {count}x panel",
                               required, snippet=table.html or "")
+    if not rows:
+        raise parse_error(NAME, capture, f"no pricing table rows in the {count}x panel",
+                          "pricing table", snippet=table.html or "")
     results: list[ParsedOffer | Reject] = []
     for row in rows:
         cells = [c for c in row.iter() if c.tag in ("th", "td")]
@@ -383,7 +395,13 @@ def _read_instance_table(table: LexborNode, rows: list[LexborNode], count: int,
             continue
         shifted = _misplaced_cell(labels, cells)
         if shifted is not None:
-            results.append(Reject(provider=NAME, raw=raw, reason=shifted))
+            if row is rows[-1] and all(isinstance(r, Reject) for r in results):
+                # no row of the table reads under its header: the columns were renamed
+                raise parse_error(NAME, capture, f"no '{shifted[0]}' column in the {count}x "
+                                  f"panel: its cells are labelled '{shifted[1]}'", shifted[0],
+                                  snippet=raw)
+            results.append(Reject(provider=NAME, raw=raw, reason=f"cell labelled "
+                                  f"'{shifted[1]}' under the header '{shifted[0]}'"))
             continue
         by_label = {lb: node_text(c) for lb, c in zip(labels, cells, strict=True)}
         label = (row.attributes.get("data-plan") or node_text(cells[0])).strip()
@@ -399,13 +417,13 @@ def _read_instance_table(table: LexborNode, rows: list[LexborNode], count: int,
     return results
 
 
-def _misplaced_cell(labels: list[str], cells: list[LexborNode]) -> str | None:
-    """A cell whose own data-label is not the header above it: the columns are not where the
-    header says, so the row is not read (why), else None."""
+def _misplaced_cell(labels: list[str], cells: list[LexborNode]) -> tuple[str, str] | None:
+    """(header, the cell's own data-label) for a cell whose label is not the header above it:
+    the columns are not where the header says, so the row is not read; else None."""
     for header, cell in zip(labels, cells, strict=True):
         own = cell.attributes.get("data-label")
         if header and own is not None and _label(own) != header:
-            return f"cell labelled {_label(own)!r} under the header {header!r}"
+            return header, _label(own)
     return None
 
 

@@ -153,13 +153,21 @@ def test_renamed_price_column_is_a_parse_error() -> None:
     assert err.value.url == "https://lambda.ai/pricing"
 
 
-def test_cells_under_the_wrong_header_are_rejected() -> None:
-    # The header still says PRICE/GPU/HR but the cells say otherwise: columns have moved.
+def test_cells_under_the_wrong_header() -> None:
+    # The header still says PRICE/GPU/HR but no cell does: the column was renamed, a format
+    # change, not five bad rows.
     capture = _mutated(PAGE_2026, 'data-label="PRICE/GPU/HR*"', 'data-label="PRICE/HR*"')
-    result = lambdalabs.parse([capture])
-    assert result.offers == []
+    with pytest.raises(ParseError, match=r"no 'PRICE/GPU/HR' column in the 8x panel: its "
+                                         r"cells are labelled 'PRICE/HR'") as err:
+        lambdalabs.parse([capture])
+    assert err.value.field == "PRICE/GPU/HR"
+    # one row whose cells moved is a Reject, and the page closes nothing (it may hold an offer)
+    page = load_capture(SNAP, PAGE_2026)
+    text = page.body.decode().replace('data-label="PRICE/GPU/HR*"', 'data-label="PRICE/HR*"', 1)
+    result = lambdalabs.parse([page.model_copy(update={"body": text.encode()})])
+    assert len(result.offers) == 4 and not result.complete
     assert [r.reason for r in result.rejects] == \
-        ["cell labelled 'PRICE/HR' under the header 'PRICE/GPU/HR'"] * 5
+        ["cell labelled 'PRICE/HR' under the header 'PRICE/GPU/HR'"]
 
 
 def test_tab_without_a_count_is_a_parse_error() -> None:
