@@ -14,6 +14,11 @@ Reading rules, each backed by a recorded payload (adapters/snapshots/runpod/PROV
   be read: a body without any flag is a ParseError, an entry without one a Reject.
 - When a body has no per-cloud price fields (other collectors' queries), `lowestPrice`
   (`uninterruptablePrice`, `minimumBidPrice`) gives one offer across clouds, tier "any".
+- `lowestPrice.stockStatus` (High/Medium/Low, null when no GPU can be quoted) is the type's
+  availability. The query also asks for `dataCenters` (2026-08-25 capture): the listed data
+  centres where a type is `available` go to `provider_data["datacenters_available"]`; a centre
+  with `listed` false is not offered for deployment. A block that cannot be read is a Reject
+  that costs no price.
 
 The pricing pages (runpod.io/pricing) are not read: their JSON-LD has no cloud flags, no VRAM
 and no spot prices and covers 19 GPU types, and its `dateModified` lags the capture. `fetch()`
@@ -47,6 +52,7 @@ from gpuscout.adapters.toolkit import (
 )
 from gpuscout.core.errors import FetchError
 from gpuscout.core.models import (
+    Availability,
     ParsedOffer,
     ParseResult,
     PriceKind,
@@ -59,13 +65,19 @@ GRAPHQL_URL = "https://api.runpod.io/graphql"
 GPU_TYPES_QUERY = (
     "query GpuTypes { gpuTypes { id displayName memoryInGb maxGpuCount secureCloud "
     "communityCloud securePrice communityPrice secureSpotPrice communitySpotPrice "
-    "lowestPrice(input: {gpuCount: 1}) { minimumBidPrice uninterruptablePrice stockStatus } } }"
+    "lowestPrice(input: {gpuCount: 1}) { minimumBidPrice uninterruptablePrice stockStatus } } "
+    "dataCenters { id name listed gpuAvailability { gpuTypeId available stockStatus } } }"
 )
 
 NAME = "runpod"
 SOURCE_KIND: SourceKind = "api"
 CREDENTIALS: tuple[str, ...] = ("RUNPOD_API_KEY",)
 OPTIONAL_CREDENTIALS = CREDENTIALS  # sent only when set: the query works without it
+
+# lowestPrice.stockStatus, RunPod's words for how many GPUs of a type can be had at once.
+STOCK: dict[str, Availability] = {"high": Availability.IN_STOCK,
+                                  "medium": Availability.IN_STOCK,
+                                  "low": Availability.LOW}
 
 # tier -> (availability flag, on-demand price field, spot price field)
 TIERS: dict[str, tuple[str, str, str]] = {
@@ -112,10 +124,10 @@ def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     both times: neither price can be told to be the right one."""
     entries = _gpu_types(capture)
     in_body = _tier_fields(entries)
+    datacenters, rejects = _datacenters(capture)
     offers: list[ParsedOffer] = []
-    rejects: list[Reject] = []
     for entry in entries:
-        good, bad = _offers(entry, capture, in_body)
+        good, bad = _offers(entry, capture, in_body, datacenters)
         offers += good
         rejects += bad
     offers, conflicts = one_price_per_key(NAME, offers)
@@ -143,6 +155,35 @@ def _gpu_types(capture: Capture) -> list[Any]:
     if not isinstance(doc, list):
         raise parse_error(NAME, capture, "expected data.gpuTypes to be a list", "data.gpuTypes")
     return _checked(doc, capture)
+
+
+def _datacenters(capture: Capture) -> tuple[dict[str, str], list[Reject]]:
+    """GPU type id -> the listed data centres that have it available now ("EU-RO-1,US-WA-2"),
+    from the `dataCenters` block the query asks for beside the prices. Bodies recorded without
+    the block give none; a block that cannot be read costs a Reject, never a price."""
+    doc = json_body(NAME, capture)
+    block = as_dict(doc.get("data")).get("dataCenters") if isinstance(doc, dict) else None
+    if block is None:
+        return {}, []
+    if not isinstance(block, list):
+        return {}, [Reject(provider=NAME, raw=json.dumps(block)[:500],
+                           reason=f"dataCenters is not a list ({type(block).__name__}): "
+                                  "data-centre availability not read, prices unaffected")]
+    found: dict[str, set[str]] = {}
+    rejects: list[Reject] = []
+    for dc in block:
+        rows = dc.get("gpuAvailability") if isinstance(dc, dict) else None
+        if not isinstance(dc, dict) or not isinstance(dc.get("id"), str) or \
+                not isinstance(rows, list):
+            rejects.append(Reject(provider=NAME, raw=json.dumps(dc)[:500],
+                                  reason="dataCenters entry without an id or gpuAvailability"))
+            continue
+        for row in rows:
+            gpu = row.get("gpuTypeId") if isinstance(row, dict) else None
+            # `listed` false is a data centre RunPod does not offer for deployment
+            if isinstance(gpu, str) and dc.get("listed") is True and row.get("available") is True:
+                found.setdefault(gpu, set()).add(dc["id"])
+    return {gpu: ",".join(sorted(ids)) for gpu, ids in found.items()}, rejects
 
 
 def _checked(doc: list[Any], capture: Capture) -> list[Any]:
@@ -183,8 +224,9 @@ class _Price(NamedTuple):
     kind: PriceKind
 
 
-def _offers(entry: Any, capture: Capture,
-            in_body: frozenset[str] = frozenset()) -> tuple[list[ParsedOffer], list[Reject]]:
+def _offers(entry: Any, capture: Capture, in_body: frozenset[str] = frozenset(),
+            datacenters: Mapping[str, str] | None = None,
+            ) -> tuple[list[ParsedOffer], list[Reject]]:
     raw = json.dumps(entry, sort_keys=True)
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
         return [], [Reject(provider=NAME, reason="gpuTypes entry without an id", raw=raw)]
@@ -201,7 +243,8 @@ def _offers(entry: Any, capture: Capture,
                                   raw=raw, offer_key=key))
             continue
         try:
-            offers.append(_offer(entry, capture, key, p, price, lowest))
+            offers.append(_offer(entry, capture, key, p, price, lowest,
+                                 (datacenters or {}).get(entry["id"])))
         except ValidationError as exc:
             rejects.append(Reject(provider=NAME, raw=raw, offer_key=key,
                                   reason=f"invalid offer: {exc.errors()[0]['msg']}"))
@@ -246,16 +289,21 @@ def _prices(entry: dict[str, Any], lowest: dict[str, Any], raw: str,
 
 
 def _offer(entry: dict[str, Any], capture: Capture, key: str, price: _Price, value: float,
-           lowest: dict[str, Any]) -> ParsedOffer:
+           lowest: dict[str, Any], datacenters: str | None) -> ParsedOffer:
     data: ProviderData = {"display_name": entry.get("displayName"), "cloud": price.tier,
                           "price_field": price.field}
     if isinstance(entry.get("maxGpuCount"), int):
         data["max_gpu_count"] = entry["maxGpuCount"]
-    if lowest.get("stockStatus") is not None:
-        data["stock_status"] = str(lowest["stockStatus"])
+    stock = lowest.get("stockStatus")
+    if stock is not None:
+        data["stock_status"] = str(stock)
+    if datacenters:
+        data["datacenters_available"] = datacenters
     return ParsedOffer(
         provider=NAME, offer_key=key, gpu_label=entry["id"], gpu_count=1,
         vram_gb_per_gpu=positive_number(entry.get("memoryInGb")),
         pricing_model=price.model, price_per_hour=value, price_kind=price.kind,
+        availability=STOCK.get(stock.lower(), Availability.UNKNOWN) if isinstance(stock, str)
+        else Availability.UNKNOWN,
         source_url=capture.url, observed_at=capture.fetched_at, provider_data=data,
     )

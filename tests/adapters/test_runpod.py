@@ -15,11 +15,12 @@ from gpuscout.adapters.archive import Capture, ReplayTransport, read_manifest, s
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.errors import FetchError, ParseError
-from gpuscout.core.models import ParsedOffer, PriceKind, PricingModel
+from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "runpod"
 FIX = FIXTURES / "runpod"
 JUMBO = "gpu_types_list_jumbo2020_2025-06-21.json"
+LIVE = "graphql_gpu_types_datacenters_gpu_index_5cf4f70_2026-08-25.json"
 ONIQ = "gpu_types_lowestprice_oniq_2026-08-25.json"
 FIVE_FIELDS = "graphql_gpu_types_5fields_ewyluda_d789fed.json"
 DOCS = "docs_example_gpu_type_by_id_lowestprice.json"
@@ -35,11 +36,11 @@ def _prices(offers: list[ParsedOffer], gpu: str) -> dict[str, float]:
 
 
 def _with_body(doc: Any) -> Capture:
-    return load_capture(SNAP, JUMBO).model_copy(update={"body": json.dumps(doc).encode()})
+    return load_capture(FIX, JUMBO).model_copy(update={"body": json.dumps(doc).encode()})
 
 
 def _jumbo() -> list[dict[str, Any]]:
-    return json.loads((SNAP / JUMBO).read_bytes())
+    return json.loads((FIX / JUMBO).read_bytes())
 
 
 class TestRunpodInvariants(OfferInvariants):
@@ -48,13 +49,13 @@ class TestRunpodInvariants(OfferInvariants):
     # by the VRAM RunPod reports: each comes in two memory sizes).
     EXPECTED_UNKNOWN = frozenset()
 
-    @pytest.fixture(params=[(SNAP, JUMBO), (FIX, ONIQ), (FIX, DOCS)], ids=[JUMBO, ONIQ, DOCS])
+    @pytest.fixture(params=[(FIX, JUMBO), (FIX, ONIQ), (FIX, DOCS)], ids=[JUMBO, ONIQ, DOCS])
     def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
         return runpod.parse([load_capture(*request.param)]).offers
 
 
 def test_jumbo_list_counts_and_h100_prices() -> None:
-    result = runpod.parse([load_capture(SNAP, JUMBO)])
+    result = runpod.parse([load_capture(FIX, JUMBO)])
     assert (len(result.offers), len(result.rejects)) == (103, 0)
     assert _prices(result.offers, H100) == {
         "secure|on_demand": 2.99, "secure|spot": 1.75,
@@ -70,7 +71,7 @@ def test_jumbo_list_counts_and_h100_prices() -> None:
 
 
 def test_a_tier_flagged_off_has_no_offer_whatever_its_price() -> None:
-    offers = runpod.parse([load_capture(SNAP, JUMBO)]).offers
+    offers = runpod.parse([load_capture(FIX, JUMBO)]).offers
     # communityCloud false with communityPrice 0.5: a placeholder, not a $0.50 B200.
     assert _prices(offers, "NVIDIA B200") == {"secure|on_demand": 6.39}
     assert _prices(offers, "AMD Instinct MI300X OAM") == {
@@ -113,7 +114,7 @@ def test_body_without_cloud_flags_is_a_parse_error() -> None:
 
 
 def test_bare_list_and_envelope_read_the_same() -> None:
-    bare = runpod.parse([load_capture(SNAP, JUMBO)]).offers
+    bare = runpod.parse([load_capture(FIX, JUMBO)]).offers
     wrapped = runpod.parse([_with_body({"data": {"gpuTypes": _jumbo()}})]).offers
     assert [o.model_dump() for o in wrapped] == [o.model_dump() for o in bare]
 
@@ -133,7 +134,7 @@ def test_graphql_errors_body_is_a_parse_error_with_the_message() -> None:
     (b'{"data": {"gpuTypes": {"id": "NVIDIA L4"}}}', "data.gpuTypes"),
 ])
 def test_wrong_shape_is_a_parse_error(body: bytes, field: str | None) -> None:
-    capture = load_capture(SNAP, JUMBO).model_copy(update={"body": body})
+    capture = load_capture(FIX, JUMBO).model_copy(update={"body": body})
     with pytest.raises(ParseError) as err:
         runpod.parse([capture])
     assert err.value.field == field
@@ -171,13 +172,62 @@ def test_bad_rows_are_rejected_with_reasons() -> None:
     assert len(result.offers) == 103 - 2 - 1 - 2  # MI300X, H100 secure od, A100 PCIe secure
 
 
-def test_offline_fetch_serves_the_bundled_list() -> None:
+def test_offline_fetch_serves_the_bundled_2026_capture() -> None:
     with HttpClient("runpod", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
         captures = runpod.fetch(client, {})
-    assert [c.body for c in captures] == [(SNAP / JUMBO).read_bytes()]
-    assert captures[0].url == load_capture(SNAP, JUMBO).url
+    assert [c.body for c in captures] == [(SNAP / LIVE).read_bytes()]
     assert captures[0].method == "POST"
-    assert len(runpod.parse(captures).offers) == 103
+    assert captures[0].fetched_at == datetime(2026, 8, 25, tzinfo=UTC)
+    assert len(runpod.parse(captures).offers) == 30
+
+
+def _live() -> list[ParsedOffer]:
+    result = runpod.parse([load_capture(SNAP, LIVE)])
+    assert result.rejects == [] and result.complete
+    return result.offers
+
+
+def test_2026_capture_prices_per_cloud_and_placeholders() -> None:
+    offers = _live()
+    # 9 types: 6 on both clouds (4 offers each), MI300X secure only (its community 0.5 sits
+    # beside communityCloud false), A100 40GB and RTX 3070 community only (secure price 0)
+    assert len(offers) == 6 * 4 + 3 * 2
+    assert _prices(offers, "NVIDIA B200") == {
+        "secure|on_demand": 6.79, "secure|spot": 6.79,
+        "community|on_demand": 5.98, "community|spot": 5.98}
+    assert _prices(offers, "AMD Instinct MI300X OAM") == {
+        "secure|on_demand": 2.39, "secure|spot": 2.39}
+    assert _prices(offers, "NVIDIA A100-SXM4-40GB") == {
+        "community|on_demand": 1.0, "community|spot": 1.0}
+    assert _prices(offers, "NVIDIA GeForce RTX 3070") == {
+        "community|on_demand": 0.13, "community|spot": 0.13}
+    assert {o.vram_gb_per_gpu for o in offers if o.gpu_label == "NVIDIA B300 SXM6 AC"} == {288}
+
+
+def test_2026_capture_stock_and_data_centres() -> None:
+    by_gpu = {o.gpu_label: o for o in _live() if o.offer_key.endswith("|on_demand")}
+    assert by_gpu["NVIDIA B200"].availability is Availability.LOW
+    assert by_gpu["NVIDIA H200"].availability is Availability.IN_STOCK  # "Medium"
+    assert by_gpu["AMD Instinct MI300X OAM"].availability is Availability.UNKNOWN  # null
+    # listed and available only: B200's unlisted US-TX-6 and H100's unavailable EU-NL-1 are out
+    dcs = {g: o.provider_data.get("datacenters_available") for g, o in by_gpu.items()}
+    assert dcs["NVIDIA B200"] == "EU-RO-1"
+    assert dcs["NVIDIA H100 80GB HBM3"] == "AP-IN-1"
+    assert dcs["NVIDIA B300 SXM6 AC"] == "EU-NL-1,EUR-IS-1,US-WA-2"
+    assert dcs["NVIDIA GeForce RTX 4090"] == "EU-RO-1,EUR-IS-1"
+    assert dcs["AMD Instinct MI300X OAM"] is None  # in the matrix, available nowhere
+    assert dcs["NVIDIA GeForce RTX 3070"] is None  # not in the (trimmed) matrix
+
+
+@pytest.mark.parametrize("block", ["gone", {"EU-RO-1": {}}, [{"name": "no id"}]])
+def test_an_unreadable_data_centre_block_costs_no_price(block: Any) -> None:
+    doc = json.loads((SNAP / LIVE).read_bytes())
+    doc["data"]["dataCenters"] = block
+    capture = load_capture(SNAP, LIVE).model_copy(update={"body": json.dumps(doc).encode()})
+    result = runpod.parse([capture])
+    assert len(result.offers) == 30
+    assert len(result.rejects) == 1 and "dataCenters" in result.rejects[0].reason
+    assert not any("datacenters_available" in o.provider_data for o in result.offers)
 
 
 @pytest.mark.parametrize("creds", [{}, {"RUNPOD_API_KEY": "rp_SECRET_KEY"}])

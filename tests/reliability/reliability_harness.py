@@ -191,12 +191,14 @@ def _night_b(request: httpx.Request, body: bytes) -> bytes:
         return json.dumps(kept).encode()
     if host == "api.runpod.io":
         doc = json.loads(body)
-        kept = [{**e, "securePrice": round(e["securePrice"] * 1.1, 4)}
-                if isinstance(e.get("securePrice"), int | float) else e
-                for e in doc if e.get("id") != "NVIDIA L4"]
-        return json.dumps(kept).encode()
+        types = doc["data"]["gpuTypes"]
+        doc["data"]["gpuTypes"] = [
+            {**e, "securePrice": round(e["securePrice"] * 1.1, 4)}
+            if isinstance(e.get("securePrice"), int | float) else e
+            for e in types if e.get("id") != "NVIDIA L40S"]
+        return json.dumps(doc).encode()
     if host == "lambda.ai":
-        return body.replace(b"$0.55", b"$0.59")
+        return body.replace(b"$2.99", b"$3.29")
     if path.endswith("/products/servers") and request.url.params.get("page") == "1":
         return body.replace(b'"hourly_price": 2.8665', b'"hourly_price": 3.1')
     return body

@@ -210,38 +210,42 @@ VASTAI = Kind(
 )
 
 
-# RunPod: GraphQL, data.gpuTypes (the snapshot holds the bare list), per-cloud price fields.
-RUNPOD_ROW = "NVIDIA L4"
+# RunPod: GraphQL, data.gpuTypes in its envelope, per-cloud price fields.
+RUNPOD_ROW = "NVIDIA L40S"
 
 
-def _rp_entry(doc: list[dict[str, Any]]) -> dict[str, Any]:
-    return next(e for e in doc if e["id"] == RUNPOD_ROW)
+def _rp_types(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return doc["data"]["gpuTypes"]
+
+
+def _rp_entry(doc: dict[str, Any]) -> dict[str, Any]:
+    return next(e for e in _rp_types(doc) if e["id"] == RUNPOD_ROW)
 
 
 def _rp_row_price(fn: Callable[[Any], Any]) -> Transform:
-    def edit(doc: list[dict[str, Any]]) -> None:
+    def edit(doc: dict[str, Any]) -> None:
         entry = _rp_entry(doc)
         entry["securePrice"] = fn(entry["securePrice"])
     return json_edit(edit)
 
 
 def _rp_all_prices(factor: float) -> Transform:
-    def edit(doc: list[dict[str, Any]]) -> None:
-        for e in doc:
+    def edit(doc: dict[str, Any]) -> None:
+        for e in _rp_types(doc):
             for f in ("securePrice", "communityPrice", "secureSpotPrice", "communitySpotPrice"):
                 if isinstance(e.get(f), int | float):
                     e[f] *= factor
     return json_edit(edit)
 
 
-def _rp_rename(doc: list[dict[str, Any]]) -> None:
+def _rp_rename(doc: dict[str, Any]) -> None:
     # One field renamed upstream; the other price fields are still there.
-    for e in doc:
+    for e in _rp_types(doc):
         e["secure_price"] = e.pop("securePrice", None)
 
 
-def _rp_duplicate(doc: list[dict[str, Any]]) -> None:
-    doc.append({**_rp_entry(doc), "securePrice": 0.21})
+def _rp_duplicate(doc: dict[str, Any]) -> None:
+    _rp_types(doc).append({**_rp_entry(doc), "securePrice": 0.21})
 
 
 RUNPOD = Kind(
@@ -254,7 +258,7 @@ RUNPOD = Kind(
     set_row_price=_rp_row_price, set_all_prices=_rp_all_prices,
     rename_field=json_edit(_rp_rename),
     drop_row_field=json_edit(lambda doc: _rp_entry(doc).pop("securePrice")),
-    layout=json_replace(lambda doc: {"data": {"gpu_types": doc}}),
+    layout=json_replace(lambda doc: {"data": {"gpu_types": _rp_types(doc)}}),
     empty=json_replace(lambda doc: {"data": {"gpuTypes": []}}),
     duplicate_row=json_edit(_rp_duplicate),
     garbage=b'{"data": {"gpuTypes": [{"id": "NVIDIA L4", "securePri',
@@ -265,7 +269,7 @@ RUNPOD = Kind(
 
 
 # Lambda: an HTML pricing page, rows tr[data-plan] with td[data-label] cells.
-LAMBDA_ROW = "NVIDIA Tesla V100"
+LAMBDA_ROW = "NVIDIA H100 SXM"
 _LAMBDA_PRICE = re.compile(r'(data-label="PRICE/GPU/HR\*">)\$([\d.,]+)(<)')
 
 
@@ -300,7 +304,7 @@ def _lambda_all_prices(factor: float) -> Transform:
 
 def _lambda_duplicate(body: bytes) -> bytes:
     text, a, b = _lambda_row(body)
-    twin = text[a:b].replace("$0.55", "$0.35")
+    twin = text[a:b].replace("$2.99", "$2.49")
     return (text[:b] + twin + text[b:]).encode()
 
 
@@ -310,7 +314,7 @@ LAMBDA = Kind(
     half_way=Fault(_host("lambda.ai"), raises(lambda r: httpx.RemoteProtocolError(
         "peer closed connection without sending complete message body "
         "(received 1500 bytes, expected 3488)"))),
-    row_key=f"8x|{LAMBDA_ROW}|16GB|on_demand",
+    row_key=f"8x|{LAMBDA_ROW}|80GB|on_demand",
     set_row_price=_lambda_row_price, set_all_prices=_lambda_all_prices,
     rename_field=lambda body: body.replace(b'data-label="PRICE/GPU/HR*"',
                                            b'data-label="COST/GPU/HR*"'),
@@ -324,7 +328,7 @@ LAMBDA = Kind(
     garbage=b"<html><head><title>Just a moment...</title></head><body>Checking your browser"
             b"</body></html>",
     other_currency=("lambda", Fault(_host("lambda.ai"), rewrites(_lambda_row_edit(
-        lambda row: row.replace("$0.55", "\u20ac0.55"))))),
+        lambda row: row.replace("$2.99", "\u20ac2.99"))))),
     band_price=60.0,
 )
 
@@ -536,7 +540,7 @@ _expect("price_zero",
         single_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price: 0"),
         # RunPod's API says "not offered in this tier" with a price of 0 (PROVENANCE.md): the
         # offer is read as withdrawn and closed, like any offer that is gone.
-        graphql=Expect("ok", "", closes=frozenset({"NVIDIA L4|secure|on_demand"})),
+        graphql=Expect("ok", "", closes=frozenset({f"{RUNPOD_ROW}|secure|on_demand"})),
         html_page=Expect("ok", _KEPT, "invalid offer"),
         bulk_csv=Expect("ok", _KEPT, "no positive hourly price"))
 _expect("price_negative",

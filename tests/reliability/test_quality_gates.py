@@ -102,16 +102,16 @@ def _lambda_price(old: bytes, new: bytes) -> Fault:
 def test_a_held_back_row_recovers_the_next_night(tmp_path: Path) -> None:
     db, fx = tmp_path / "w.duckdb", snapshot_fx()
     run_night(db, ["lambda", "vastai", "runpod"], SnapshotServer(), fx)  # the band's references
-    key = "8x|NVIDIA Tesla V100|16GB|on_demand"
+    key = "8x|NVIDIA H100 SXM|80GB|on_demand"
     before = open_versions(db, "lambda")[key]
     bad = run_night(db, ["lambda"], SnapshotServer(shift=NIGHT, fault=_lambda_price(
-        b"$0.55", b"$55.00")), fx)
+        b"$2.99", b"$99.00")), fx)
     assert bad.providers[0].error.startswith("held back 1 row (quarantined): price out of band")
     assert open_versions(db, "lambda")[key] == before  # the last good price, still current
     good = run_night(db, ["lambda"], SnapshotServer(shift=2 * NIGHT, fault=_lambda_price(
-        b"$0.55", b"$0.61")), fx)
+        b"$2.99", b"$3.09")), fx)
     assert (good.status, good.providers[0].changed_offers) == ("ok", 1)
-    assert open_versions(db, "lambda")[key][0] == pytest.approx(0.61 * 8)
+    assert open_versions(db, "lambda")[key][0] == pytest.approx(3.09 * 8)
 
 
 def test_a_row_unreadable_two_nights_running_is_then_closed(tmp_path: Path) -> None:

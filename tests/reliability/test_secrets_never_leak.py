@@ -87,9 +87,9 @@ class EchoServer(SnapshotServer):
         self.seen.append(echo)
         host = request.url.host
         if host == "api.runpod.io":  # rows echo the request; one row is rejected
-            return self._json(request, lambda doc: [
+            return self._json(request, lambda doc: {"data": {"gpuTypes": [
                 {**e, "note": echo, **({"securePrice": "see note"} if i == 0 else {})}
-                for i, e in enumerate(doc)])
+                for i, e in enumerate(doc["data"]["gpuTypes"])]}})
         if host == "console.vast.ai":
             return self._json(request, lambda asks: [
                 {**a, "echo": echo, **({"dph_total": -1} if i == 0 else {})}
