@@ -1,4 +1,5 @@
-"""Hyperbolic: the GPU marketplace's nodes and their per-GPU asks, `POST /v1/marketplace`.
+"""Hyperbolic: the GPU marketplace's nodes and their per-GPU asks (`POST /v1/marketplace`, spot)
+and the on-demand rental options (`GET /v2/alpha/on-demand/rental-options`).
 
 The marketplace lists supplier nodes (`instances`): each node has `gpus_total` GPUs of one
 model (`hardware.gpus[]`), `gpus_reserved` of them rented out, and one price per GPU per hour
@@ -18,6 +19,19 @@ Reading rules (adapters/snapshots/hyperbolic/PROVENANCE.md):
   link, not the GPU-to-GPU one, so it is kept in provider_data only.
 - CPU, RAM and storage are the whole node's (`virtual_cores`, GB): provider_data, since the
   share a one-GPU rental gets is not stated.
+
+On-demand rental options (capture of 2026-08-29, PROVENANCE.md), a bare JSON array:
+- one option per region x GPU x count x machine type; `costPerHourCents` is the WHOLE option's
+  price in US cents (8 x H100 at 2552 is $25.52/h, $3.19 per GPU, the single-GPU price of the
+  same region family); `gpuCount` GPUs of `gpuType` in `gpuFormFactor` ("sxm5", "pcie").
+- `totalAvailable`, when present, is how many can be had now; absent is unknown, not zero.
+- `enabled` false is an option that cannot be rented now: out of stock, its price kept.
+- `providerCostPerHourCents` is what Hyperbolic pays its supplier, not a customer price: never
+  read. Any other `*PerHourCents` field is a price these rules do not know: the body is refused.
+- `connectionType` (ethernet / infiniband) and `ethernetVariant` (normal / rocev2) describe the
+  machine's network; no bandwidth or multi-machine product is stated, so they stay in
+  provider_data and the offer claims no fabric.
+- `nodes[0]` gives vCPUs (`vcpuCount`, or `cpuCount` cores on bare metal), RAM and storage (GB).
 """
 
 from __future__ import annotations
@@ -36,8 +50,10 @@ from gpuscout.adapters.toolkit import (
     as_list,
     envelope,
     is_scalar,
+    json_body,
     newest_wins,
     one_price_per_key,
+    parse_error,
     positive_number,
     require_fields,
     split_results,
@@ -53,6 +69,7 @@ from gpuscout.core.models import (
 )
 
 MARKETPLACE_URL = "https://api.hyperbolic.xyz/v1/marketplace"
+RENTAL_OPTIONS_URL = "https://api.hyperbolic.ai/v2/alpha/on-demand/rental-options"
 LIST_ALL = {"filters": {}}  # what the official CLI and AgentKit send: every node
 
 NAME = "hyperbolic"
@@ -60,6 +77,9 @@ SOURCE_KIND: SourceKind = "api"
 CREDENTIALS: tuple[str, ...] = ("HYPERBOLIC_API_KEY",)  # optional: the listing is public
 
 REQUIRED = ("id", "hardware", "gpus_total", "pricing")
+OPTION_REQUIRED = ("costPerHourCents", "gpuCount", "gpuType", "gpuFormFactor", "region")
+CUSTOMER_PRICE = "costPerHourCents"
+SUPPLIER_COST = "providerCostPerHourCents"  # never read: not a price anyone pays
 CENTS_PER_DOLLAR = 100
 MIB_PER_GIB = 1024
 HOURLY = "hourly"
@@ -68,15 +88,25 @@ HOURLY = "hourly"
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
     key = creds.get("HYPERBOLIC_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else None
-    return [client.post_json(MARKETPLACE_URL, LIST_ALL, headers=headers)]
+    return [client.post_json(MARKETPLACE_URL, LIST_ALL, headers=headers),
+            client.get(RENTAL_OPTIONS_URL, headers={"Accept": "application/json"})]
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
-    """Offers from every listing; when captures repeat an offer key, the newest one wins."""
-    return newest_wins(captures, _read)
+    """Offers from every listing; when captures repeat an offer key, the newest one wins. The
+    result is complete only when both the marketplace and the on-demand options were read."""
+    result = newest_wins(captures, _read)
+    read = {_is_options(c) for c in captures}
+    return result.model_copy(update={"complete": result.complete and read == {True, False}})
+
+
+def _is_options(capture: Capture) -> bool:
+    return capture.url.split("?", 1)[0] == RENTAL_OPTIONS_URL
 
 
 def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    if _is_options(capture):
+        return _read_options(capture)
     _, nodes = envelope(NAME, capture, "instances")
     # A renamed field shows as a field that no node has: refuse, don't emit nothing.
     require_fields(NAME, capture, nodes, REQUIRED, "marketplace node")
@@ -157,6 +187,76 @@ def _data(node: dict[str, Any], hardware: dict[str, Any], gpus: list[dict[str, A
         amounts = [positive_number(as_dict(p).get(field)) for p in as_list(part)]
         if amounts and all(a is not None for a in amounts):
             data[name] = sum(a for a in amounts if a is not None)
+    return data
+
+
+# -- on-demand rental options -------------------------------------------------------------------
+
+
+def _read_options(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    options = json_body(NAME, capture)
+    if not isinstance(options, list):
+        raise parse_error(NAME, capture, "expected a JSON array of rental options")
+    require_fields(NAME, capture, options, OPTION_REQUIRED, "rental option")
+    unknown = sorted({k for o in options if isinstance(o, dict) for k in o
+                      if k.endswith("PerHourCents") and k not in (CUSTOMER_PRICE, SUPPLIER_COST)})
+    if unknown:  # a new price (a tier?) that would be dropped unseen
+        raise parse_error(NAME, capture, f"unknown price field {unknown[0]}", unknown[0])
+    offers, rejects = split_results(_option(o, capture) for o in options)
+    offers, twice = one_price_per_key(NAME, offers,
+                                      repeat_reason="rental option listed twice in one response")
+    return offers, [*rejects, *twice]
+
+
+def _option(option: Any, capture: Capture) -> ParsedOffer | Reject:
+    if not isinstance(option, dict):
+        return _reject(option, f"rental option is not an object: {type(option).__name__}")
+    raw = {k: v for k, v in option.items() if k != SUPPLIER_COST}
+    gpu, form, region = (option.get(f) for f in ("gpuType", "gpuFormFactor", "region"))
+    if not all(isinstance(v, str) and v.strip() for v in (gpu, form, region)):
+        return _reject(raw, "rental option without gpuType, gpuFormFactor and region")
+    count = _count(option.get("gpuCount"))
+    if not count:
+        return _reject(raw, f"gpuCount is not a count of GPUs: {option.get('gpuCount')!r}")
+    machine = option.get("machineType") if is_scalar(option.get("machineType")) else None
+    key = f"{region}|{gpu}-{form}|{count}x|{machine}|{PricingModel.ON_DEMAND.value}"
+    cents = positive_number(option.get(CUSTOMER_PRICE))
+    if cents is None:
+        return _reject(raw, f"{CUSTOMER_PRICE} is not a price: {option.get(CUSTOMER_PRICE)!r}",
+                       key)
+    available = _count(option.get("totalAvailable"))
+    if option.get("enabled") is False:
+        stock = Availability.OUT_OF_STOCK
+    elif available is None:
+        stock = Availability.UNKNOWN
+    else:
+        stock = Availability.IN_STOCK if available > 0 else Availability.OUT_OF_STOCK
+    node = as_dict(as_list(option.get("nodes"))[0]) if as_list(option.get("nodes")) else {}
+    try:
+        return ParsedOffer(
+            provider=NAME, offer_key=key, instance_type=None,
+            gpu_label=f"{gpu.upper()} {form.upper()}", gpu_count=count,
+            pricing_model=PricingModel.ON_DEMAND, price_per_hour=cents / CENTS_PER_DOLLAR,
+            currency="USD", price_kind=PriceKind.LISTED, region=region,
+            vcpus=positive_number(node.get("vcpuCount")),
+            ram_gb=positive_number(node.get("ramGb")),
+            disk_gb=positive_number(node.get("storageGb")),
+            availability=stock, available_count=available, source_url=capture.url,
+            observed_at=capture.fetched_at, provider_data=_option_data(option, node))
+    except ValidationError as exc:
+        return _reject(raw, f"invalid offer: {exc.errors()[0]['msg']}", key)
+
+
+def _option_data(option: dict[str, Any], node: dict[str, Any]) -> ProviderData:
+    data: ProviderData = {"price_basis": "per option"}
+    for name, field in (("machine_type", "machineType"), ("enabled", "enabled"),
+                        ("connection_type", "connectionType"),
+                        ("ethernet_variant", "ethernetVariant")):
+        if is_scalar(option.get(field)) and option.get(field) is not None:
+            data[name] = option[field]
+    for name, field in (("cpu_model", "cpuModel"), ("cpu_cores", "cpuCount")):
+        if is_scalar(node.get(field)) and node.get(field) is not None:
+            data[name] = node[field]
     return data
 
 

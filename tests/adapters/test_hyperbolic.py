@@ -1,4 +1,5 @@
-"""adapters/hyperbolic.py on the marketplace response Hyperbolic committed with its CLI."""
+"""adapters/hyperbolic.py on the marketplace response Hyperbolic committed with its CLI and the
+on-demand rental options of 2026-08-29."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingMo
 SNAP = SNAPSHOTS_DIR / "hyperbolic"
 FILE = "hyperbolic_cli_example_output_5813b5c.json"
 URL = "https://api.hyperbolic.xyz/v1/marketplace"
+OPTIONS = "rental_options_gpu_index_f78dfff_2026-08-29.json"
+OPTIONS_URL = "https://api.hyperbolic.ai/v2/alpha/on-demand/rental-options"
 GPU_IDS = {
     "NVIDIA-H100-80GB-HBM3": "h100-sxm-80gb", "NVIDIA-H200": "h200-sxm-141gb",
     "NVIDIA-A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA-GeForce-RTX-4090": "rtx-4090-24gb",
@@ -56,12 +59,26 @@ class TestHyperbolicInvariants(OfferInvariants):
 
     @pytest.fixture
     def offers(self) -> list[ParsedOffer]:
-        return hyperbolic.parse([_capture()]).offers
+        return hyperbolic.parse([_capture(), _options()]).offers
+
+
+def _options() -> Capture:
+    return load_capture(SNAP, OPTIONS)
+
+
+def _options_doc() -> list[dict[str, Any]]:
+    return json.loads((SNAP / OPTIONS).read_bytes())
+
+
+def _with_options(doc: Any) -> Capture:
+    return _options().model_copy(update={"body": json.dumps(doc).encode()})
 
 
 def test_bundled_listing_counts() -> None:
     result = hyperbolic.parse([_capture()])
-    assert (len(result.offers), len(result.rejects), result.complete) == (46, 0, True)
+    # the marketplace alone is not the whole provider: nothing may be closed for lack of the
+    # on-demand options
+    assert (len(result.offers), len(result.rejects), result.complete) == (46, 0, False)
     assert {o.pricing_model for o in result.offers} == {PricingModel.SPOT}
     assert {o.price_kind for o in result.offers} == {PriceKind.OBSERVED}
     assert {(o.currency, o.region, o.gpu_count) for o in result.offers} == {
@@ -190,14 +207,17 @@ def test_renamed_field_is_a_parse_error(old: str, new: str) -> None:
     assert err.value.field == old
 
 
-def test_offline_fetch_replays_the_post_by_its_body() -> None:
+def test_offline_fetch_replays_the_post_by_its_body_and_the_options() -> None:
     with HttpClient("hyperbolic", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
         captures = hyperbolic.fetch(client, {})
-    assert [c.body for c in captures] == [(SNAP / FILE).read_bytes()]
-    assert [(c.url, c.method) for c in captures] == [(URL, "POST")]
-    (entry,) = json.loads((SNAP / "manifest.json").read_text())
-    assert entry["request_sha256"] == hashlib.sha256(b'{"filters":{}}').hexdigest()
-    assert len(hyperbolic.parse(captures).offers) == 46
+    assert [c.body for c in captures] == [(SNAP / FILE).read_bytes(),
+                                          (SNAP / OPTIONS).read_bytes()]
+    assert [(c.url, c.method) for c in captures] == [(URL, "POST"), (OPTIONS_URL, "GET")]
+    post = next(e for e in json.loads((SNAP / "manifest.json").read_text())
+                if e["method"] == "POST")
+    assert post["request_sha256"] == hashlib.sha256(b'{"filters":{}}').hexdigest()
+    result = hyperbolic.parse(captures)
+    assert (len(result.offers), result.rejects, result.complete) == (46 + 13, [], True)
 
 
 def test_fetch_sends_the_filter_and_the_key_only_when_set() -> None:
@@ -205,14 +225,112 @@ def test_fetch_sends_the_filter_and_the_key_only_when_set() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json={"instances": []})
+        return httpx.Response(200, json={"instances": []} if request.method == "POST" else [])
 
     with HttpClient("hyperbolic", transport=httpx.MockTransport(handler)) as client:
         anonymous = hyperbolic.fetch(client, {})
         hyperbolic.fetch(client, {"HYPERBOLIC_API_KEY": "hb-secret"})
-    assert [(r.method, str(r.url)) for r in seen] == [("POST", URL)] * 2
-    assert [json.loads(r.content) for r in seen] == [{"filters": {}}] * 2
+    assert [(r.method, str(r.url)) for r in seen] == [("POST", URL), ("GET", OPTIONS_URL)] * 2
+    assert [json.loads(r.content) for r in seen if r.method == "POST"] == [{"filters": {}}] * 2
     assert "authorization" not in seen[0].headers
-    assert seen[1].headers["authorization"] == "Bearer hb-secret"
+    assert seen[2].headers["authorization"] == "Bearer hb-secret"
+    assert all("authorization" not in r.headers for r in seen if r.method == "GET")
     result = hyperbolic.parse(anonymous)
     assert (result.offers, result.rejects, result.complete) == ([], [], True)
+
+
+# -- on-demand rental options (2026-08-29) ---------------------------------------------------
+
+
+def _option_offers() -> dict[str, ParsedOffer]:
+    result = hyperbolic.parse([_options()])
+    assert result.rejects == []
+    return _by_key(result.offers)
+
+
+def test_every_rental_option_is_one_on_demand_offer_priced_for_the_whole_option() -> None:
+    offers = _option_offers()
+    got = {(o.region, o.gpu_label, o.gpu_count, o.price_per_hour) for o in offers.values()}
+    assert got == {
+        ("us-east-1", "H100 SXM5", 1, 3.19), ("us-east-2", "H200 SXM5", 1, 3.99),
+        ("ca-east-3", "H100 SXM5", 1, 4.85), ("us-east-1", "H200 SXM5", 1, 4.92),
+        ("eu-north-6", "H100 SXM5", 1, 3.58), ("eu-north-7", "H100 SXM5", 1, 3.58),
+        ("ca-east-1", "H100 PCIE", 1, 2.75), ("uk-southeast-3", "H100 SXM5", 8, 25.52),
+        ("eu-west-3", "H100 SXM5", 8, 25.52), ("eu-west-4", "H100 SXM5", 8, 25.52),
+        ("eu-north-4", "H100 SXM5", 8, 25.52), ("eu-north-5", "H200 SXM5", 8, 31.92),
+        ("jp-east-1", "H100 SXM5", 8, 25.52)}
+    assert {(o.pricing_model, o.price_kind, o.currency) for o in offers.values()} == {
+        (PricingModel.ON_DEMAND, PriceKind.LISTED, "USD")}
+
+
+def test_rental_option_machine_and_stock() -> None:
+    offers = _option_offers()
+    pcie = offers["ca-east-1|h100-pcie|1x|virtual-machine|on_demand"]
+    assert (pcie.availability, pcie.available_count) == (Availability.IN_STOCK, 2)
+    assert (pcie.vcpus, pcie.ram_gb, pcie.disk_gb) == (28, 180, 850)
+    metal = offers["uk-southeast-3|h100-sxm5|8x|bare-metal|on_demand"]
+    assert metal.availability is Availability.UNKNOWN  # no totalAvailable: unknown, not zero
+    assert metal.vcpus is None and metal.provider_data["cpu_cores"] == 96
+    assert metal.provider_data["connection_type"] == "infiniband"
+    assert metal.network is None  # no fabric product is stated
+    roce = offers["eu-north-4|h100-sxm5|8x|virtual-machine|on_demand"]
+    assert roce.provider_data["ethernet_variant"] == "rocev2"
+
+
+def test_rental_option_labels_resolve() -> None:
+    catalog = load_catalog()
+    ids = {o.gpu_label: catalog.resolve("hyperbolic", o.gpu_label, o.vram_gb_per_gpu)
+           for o in _option_offers().values()}
+    assert {label: r.gpu_id for label, r in ids.items() if isinstance(r, Resolved)} == {
+        "H100 SXM5": "h100-sxm-80gb", "H100 PCIE": "h100-pcie-80gb",
+        "H200 SXM5": "h200-sxm-141gb"}
+
+
+def test_a_disabled_option_is_out_of_stock_with_its_price() -> None:
+    doc = _options_doc()
+    doc[6]["enabled"] = False  # the PCIe option with 2 available
+    o = _by_key(hyperbolic.parse([_with_options(doc)]).offers)[
+        "ca-east-1|h100-pcie|1x|virtual-machine|on_demand"]
+    assert (o.availability, o.price_per_hour) == (Availability.OUT_OF_STOCK, 2.75)
+
+
+def test_the_supplier_cost_is_never_read_nor_kept() -> None:
+    doc = _options_doc()
+    doc[0]["providerCostPerHourCents"] = 99999
+    doc[1]["costPerHourCents"] = "soon"
+    result = hyperbolic.parse([_with_options(doc)])
+    assert _by_key(result.offers)["us-east-1|h100-sxm5|1x|virtual-machine|on_demand"] \
+        .price_per_hour == 3.19
+    (reject,) = result.rejects
+    assert reject.reason == "costPerHourCents is not a price: 'soon'"
+    assert "providerCost" not in reject.raw
+    assert "providerCost" not in json.dumps([o.provider_data for o in result.offers])
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda d: d[0].update(spotPerHourCents=199), "spotPerHourCents"),
+    (lambda d: [o.update(hourlyCents=o.pop("costPerHourCents")) for o in d], "costPerHourCents"),
+    (lambda d: [o.pop("gpuCount") for o in d], "gpuCount"),
+])
+def test_an_unknown_or_renamed_option_field_is_a_parse_error(edit: Any, field: str) -> None:
+    doc = _options_doc()
+    edit(doc)
+    with pytest.raises(ParseError) as err:
+        hyperbolic.parse([_with_options(doc)])
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("body", [b'{"options": []}', b"null", b"[1, 2"])
+def test_an_options_body_that_is_not_an_array_is_a_parse_error(body: bytes) -> None:
+    with pytest.raises(ParseError):
+        hyperbolic.parse([_options().model_copy(update={"body": body})])
+
+
+def test_an_odd_option_is_a_reject_and_the_others_load() -> None:
+    doc = _options_doc()
+    doc[3]["gpuCount"] = 0
+    doc.append("h100")
+    result = hyperbolic.parse([_with_options(doc)])
+    assert len(result.offers) == 12
+    assert sorted(r.reason for r in result.rejects) == [
+        "gpuCount is not a count of GPUs: 0", "rental option is not an object: str"]
