@@ -1,11 +1,13 @@
-"""adapters/voltagepark.py on the recorded 2025-07 Voltage Park pricing page."""
+"""adapters/voltagepark.py on the locations API of 2026-08-22 and the 2025-07 pricing page."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
-from invariants import OfferInvariants, load_capture
+from invariants import FIXTURES, OfferInvariants, load_capture
 
 from gpuscout.adapters import voltagepark
 from gpuscout.adapters.archive import Capture, ReplayTransport
@@ -14,6 +16,7 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, load_catalog
 from gpuscout.core.errors import ParseError
 from gpuscout.core.models import (
+    Availability,
     Interconnect,
     NetworkFabric,
     ParsedOffer,
@@ -23,13 +26,25 @@ from gpuscout.core.models import (
 )
 
 SNAP = SNAPSHOTS_DIR / "voltagepark"
+FIX = FIXTURES / "voltagepark"
 PAGE = "voltagepark_20250712040631.html"
+API = "bare_metal_locations_gpu_index_055204a_2026-08-22.json"
+LOCATION = "a3111bd4-550a-47d0-838a-0a52bff2ae3f"
 ETHERNET = "1x|HGX H100|ethernet|on_demand"
 INFINIBAND = "8x|HGX H100|infiniband-3200gbps|on_demand"
 
 
 def _capture() -> Capture:
-    return load_capture(SNAP, PAGE)
+    return load_capture(FIX, PAGE)
+
+
+def _api(edit: Any = None) -> Capture:
+    capture = load_capture(SNAP, API)
+    if edit is None:
+        return capture
+    doc = json.loads(capture.body)
+    edit(doc)
+    return capture.model_copy(update={"body": json.dumps(doc).encode()})
 
 
 def _mutated(old: str, new: str, count: int = -1) -> Capture:
@@ -48,9 +63,65 @@ class TestVoltageParkInvariants(OfferInvariants):
     NAME = "voltagepark"
     EXPECTED_UNKNOWN = frozenset()
 
-    @pytest.fixture
-    def offers(self) -> list[ParsedOffer]:
-        return _parse().offers
+    @pytest.fixture(params=["api", "page"])
+    def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
+        return voltagepark.parse([_api()]).offers if request.param == "api" else _parse().offers
+
+
+def test_api_one_node_offer_per_network() -> None:
+    result = voltagepark.parse([_api()])
+    assert (result.rejects, result.complete) == ([], True)
+    got = {o.offer_key: (o.gpu_label, o.gpu_count, o.price_per_hour,
+                         o.provider_data["price_per_gpu_hour"], o.network, o.network_gbps,
+                         o.availability, o.available_count) for o in result.offers}
+    assert got == {
+        f"{LOCATION}|h100-sxm5-80gb|ethernet|on_demand": (
+            "h100-sxm5-80gb", 8, 15.92, 1.99, NetworkFabric.ETHERNET, None,
+            Availability.OUT_OF_STOCK, 0),
+        f"{LOCATION}|h100-sxm5-80gb|infiniband|on_demand": (
+            "h100-sxm5-80gb", 8, 19.92, 2.49, NetworkFabric.INFINIBAND, 3200.0,
+            Availability.OUT_OF_STOCK, 0),
+    }
+    node = result.offers[0]
+    assert (node.ram_gb, node.disk_gb, node.provider_data["cpu_cores"]) == (1024, 18000, 104)
+    assert node.observed_at == datetime(2026, 8, 22, tzinfo=UTC)
+    res = load_catalog().resolve("voltagepark", "h100-sxm5-80gb")
+    assert isinstance(res, Resolved) and res.gpu_id == "h100-sxm-80gb"
+
+
+def test_api_free_gpus_are_whole_nodes_in_stock() -> None:
+    offers = voltagepark.parse([_api(lambda d: d["results"][0].update(
+        gpu_count_infiniband=24))]).offers
+    ib = next(o for o in offers if o.provider_data["network"] == "infiniband")
+    assert (ib.availability, ib.available_count, ib.provider_data["gpus_available"]) == (
+        Availability.IN_STOCK, 3, 24)
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda d: d["results"][0].pop("gpu_price_infiniband"), "gpu_price_infiniband"),
+    (lambda d: d["results"][0].update(gpu_price_spot="0.99"), "gpu_price_spot"),
+    (lambda d: d.update(has_next=True), "total_result_count"),
+    (lambda d: d.update(total_result_count=2), "total_result_count"),
+    (lambda d: d.pop("results"), "results"),
+])
+def test_api_reshaped_or_half_read_is_a_parse_error(edit: Any, field: str) -> None:
+    with pytest.raises(ParseError) as err:
+        voltagepark.parse([_api(edit)])
+    assert err.value.field == field
+
+
+def test_api_a_price_that_is_not_one_is_a_reject_and_the_other_network_loads() -> None:
+    result = voltagepark.parse([_api(lambda d: d["results"][0].update(
+        gpu_price_ethernet="contact us"))])
+    assert [o.provider_data["network"] for o in result.offers] == ["infiniband"]
+    assert [r.reason for r in result.rejects] == [
+        "gpu_price_ethernet is not a price: 'contact us'"]
+
+
+def test_api_a_number_price_reads_as_the_string_does() -> None:
+    offers = voltagepark.parse([_api(lambda d: d["results"][0].update(
+        gpu_price_ethernet=1.99))]).offers
+    assert {o.price_per_hour for o in offers} == {15.92, 19.92}
 
 
 def test_every_offer() -> None:
@@ -128,12 +199,12 @@ def test_a_body_that_is_not_the_page_is_a_parse_error() -> None:
     assert err.value.field == "text-eyebrow"
 
 
-def test_offline_fetch_serves_the_bundled_page() -> None:
+def test_offline_fetch_serves_the_locations_api() -> None:
     with HttpClient("voltagepark", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
         captures = voltagepark.fetch(client, {})
     assert len(captures) == 1
     capture = captures[0]
-    assert capture.body == (SNAP / PAGE).read_bytes()
-    assert capture.url == _capture().url == "https://www.voltagepark.com/pricing"
-    assert capture.fetched_at == datetime(2025, 7, 12, 4, 6, 31, tzinfo=UTC)
+    assert capture.body == (SNAP / API).read_bytes()
+    assert capture.url == voltagepark.LOCATIONS_URL
+    assert capture.fetched_at == datetime(2026, 8, 22, tzinfo=UTC)
     assert len(voltagepark.parse(captures).offers) == 2
