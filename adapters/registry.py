@@ -14,11 +14,13 @@ SNAPSHOTS_DIR = Path(__file__).parent / "snapshots"
 PROVIDERS: dict[str, str] = {
     "aws": "aws",
     "azure": "azure",
+    "civo": "civo",
     "coreweave": "coreweave",
     "crusoe": "crusoe",
     "cudo": "cudo",
     "datacrunch": "datacrunch",
     "digitalocean": "digitalocean",
+    "e2e": "e2e",
     "fluidstack": "fluidstack",
     "gcp": "gcp",
     "hotaisle": "hotaisle",
