@@ -1,16 +1,22 @@
 """Crusoe Cloud: per-GPU list and spot prices scraped from the public pricing page.
 
-Layout (2025-12, adapters/snapshots/crusoe/PROVENANCE.md): a Webflow CMS list inside a
-`.pricing-gap` block. The block's `.pricing-table-heading` names the columns ("GPU model",
-"On-demand", "Current spot"); each `.prixing-item` (sic) holds `h4.pricing-item-heading` (the
-GPU), `.pricing-tag`s (VRAM such as "80GB", and a system tag "HGX" or "NVL72"), and one
-`.pricing-rich` cell per price column: "$3.90/GPU-hr" or a "Contact sales" link.
+Layout (2025-12 and 2026-08, adapters/snapshots/crusoe/PROVENANCE.md): Webflow CMS lists, each
+inside a `.pricing-gap` block whose `.pricing-table-heading` names the columns. The GPU price
+list is the block whose first heading is "GPU model" (then "On-demand", "Current spot"); each
+`.prixing-item` (sic) holds `h4.pricing-item-heading` (the GPU), `.pricing-tag`s (VRAM such as
+"80GB", and a system or form-factor tag: "HGX", "NVL72", "SXM", "PCIe", or an empty tag) and
+one `.pricing-rich` cell per price column: "$3.90/GPU-hr" or a "Contact sales" link. The 2026
+page reuses the same classes for CPU, storage, inference and "Self-Serve Deployments" lists
+(the last with the same "NVIDIA H100"/"NVIDIA H200" headings, for a managed product); their
+first headings ("CPU Type", "Model", "GPU type", ...) are not "GPU model", so none is read.
 
 Reading rules:
 - Prices are per GPU-hour and the page names no machine size, so an offer is one GPU at the
   per-GPU price.
-- The system tag is part of the GPU label ("NVIDIA H100 HGX"): the heading alone does not fix
-  the form factor (the 2025-05 page listed SXM and PCIe A100s under one heading).
+- The system or form-factor tag is part of the GPU label ("NVIDIA H100 HGX", "NVIDIA A100
+  SXM"): the heading alone does not fix the form factor (the 2026 page lists an 80GB SXM and
+  an 80GB PCIe A100 under the same heading). An empty tag (Webflow's unbound field, as for
+  L40S and the AMD GPUs) adds nothing.
 - HGX boards and NVL72 racks connect their GPUs all-to-all through NVSwitch.
 - "Current spot" is the market price at capture time: a spot offer whose price is observed.
 - "Contact sales" is a reject. An item without price cells is a reject too; when it is the
@@ -120,7 +126,8 @@ def _item(item: LexborNode, columns: list[str],
     if len(cells) != len(columns):
         return [Reject(provider=NAME, raw=raw, reason=f"{node_text(heading)!r}: expected "
                        f"{len(columns)} price cells, found {len(cells)}")], False
-    tags = [node_text(t) for t in item.css(".pricing-tag")]
+    # An empty tag is an unbound CMS field: no part of the label.
+    tags = [text for t in item.css(".pricing-tag") if (text := node_text(t))]
     vram = next((float(m.group(1)) for t in tags if (m := VRAM_RE.match(t))), None)
     systems = [t for t in tags if not VRAM_RE.match(t)]
     label = " ".join([node_text(heading), *systems])

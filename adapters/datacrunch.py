@@ -1,26 +1,55 @@
-"""DataCrunch (now "Verda"): per-instance prices from the public products page.
+"""DataCrunch (now "Verda"): per-instance GPU prices from the public pricing page.
 
-Live path: the products page datacrunch.io/products. It needs no credentials and a real capture
-of it is bundled (adapters/snapshots/datacrunch/PROVENANCE.md). The API (`/v1/instance-types`
-and its neighbours) answers only after an OAuth client-credentials token exchange, which no
-recorded response covers, so it is neither fetched nor parsed.
+Live path: the pricing page https://verda.com/pricing, which needs no credentials; a real capture
+of its JSON-LD is bundled (adapters/snapshots/datacrunch/PROVENANCE.md). The API
+(`/v1/instance-types` and its neighbours) answers only after an OAuth client-credentials token
+exchange, which no recorded response covers, so it is neither fetched nor parsed. `parse()` also
+reads the 2025 products page (datacrunch.io/products), kept as a test fixture.
 
-Page (2025): a `<table>` whose header names the columns: Instance name ("1B200.30V"), GPU model
-("B200 SXM6 180GB"), GPU (count), CPU, RAM (GB), VRAM (GB, whole instance), P2P ("/" for one
-GPU, "900 GB/s", "1.8 TB/s"), On demand price, Dynamic price, Spot price ("$3.64/h"). Prices are
-for the whole instance. Up to three offers per row: on-demand (fixed), on-demand at the dynamic
-price (its key carries "dynamic") and spot. The page's footnote says prices are fixed after
-deployment "except for dynamically-priced instances, which update daily"; the verda SDK treats
-pricing (DYNAMIC_PRICE / FIXED_PRICE) apart from the contract (PAY_AS_YOU_GO / SPOT / LONG_TERM),
-so a dynamic price is a pay-as-you-go (on-demand) price, not a spot one. Offer keys are the
-instance type and the pricing ("1B200.30V|spot"); the page states no region or availability.
+Page (2026, verda.com/pricing): one `<script type="application/ld+json">` whose `@graph` holds
+schema.org nodes; the prices are its `Offer` nodes, each with `name` "<N>x <GPU> <tier phrase>"
+("1x B300 SXM6 268GB on-demand", "104x B300 SXM6 268GB instant cluster"), `description` (the
+tier in words: "Hourly on-demand instance price"), `price` (a JSON number), `priceCurrency`
+("USD") and a `priceSpecification` (`UnitPriceSpecification`) repeating price and currency with
+`unitText` "hour". The page's markup classes are not read.
+
+Reading rules (2026 page):
+- The tier phrase ending the name says what is sold; the description must say the same:
+  " on-demand" (an instance, on demand), " spot" (the same instance as spot), " instant cluster"
+  (an N-GPU cluster, on demand). Serverless containers (" serverless continuous", " serverless
+  spot") and storage (" storage", per GiB-month) are not instances and are skipped. A name and
+  description that disagree, or an unknown tier phrase, is a Reject.
+- N is the GPU count and the price is for the whole instance or cluster per hour (the page's
+  104x B300 cluster, 780, is 104 x the 1x instance's 7.50). The GPU label is the rest of the name
+  ("B300 SXM6 268GB", the 2025 page's GPU model spelling); its "<n>GB" is the VRAM per GPU.
+- `price` and `priceSpecification.price` must agree, and so must the two currencies; the unit
+  must be "hour". Otherwise the offer is a Reject, never a guess.
+- An offer with a blank GPU (the page's unnamed CPU instances: name " on-demand") is a Reject.
+- The page lists the 1x H100 on-demand and spot offers twice, verbatim: one offer each.
+- A graph without Offer nodes, none naming an instance or cluster, or a field missing from every
+  offer (a rename) is a ParseError. No region, availability, vCPU or RAM is stated.
+- Offer keys are "<N>x <GPU>|<pricing>" ("1x B200 SXM6 180GB|spot"), "|instant_cluster" added
+  for clusters.
+
+Page (2025, datacrunch.io/products): a `<table>` whose header names the columns: Instance name
+("1B200.30V"), GPU model ("B200 SXM6 180GB"), GPU (count), CPU, RAM (GB), VRAM (GB, whole
+instance), P2P ("/" for one GPU, "900 GB/s", "1.8 TB/s"), On demand price, Dynamic price, Spot
+price ("$3.64/h"). Prices are for the whole instance. Up to three offers per row: on-demand
+(fixed), on-demand at the dynamic price (its key carries "dynamic") and spot. The page's footnote
+says prices are fixed after deployment "except for dynamically-priced instances, which update
+daily"; the verda SDK treats pricing (DYNAMIC_PRICE / FIXED_PRICE) apart from the contract
+(PAY_AS_YOU_GO / SPOT / LONG_TERM), so a dynamic price is a pay-as-you-go (on-demand) price, not
+a spot one. Offer keys are the instance type and the pricing ("1B200.30V|spot"); the page states
+no region or availability.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -28,7 +57,17 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
-from gpuscout.adapters.toolkit import newest_wins, parse_error, positive_decimal, split_results
+from gpuscout.adapters.toolkit import (
+    as_dict,
+    newest_wins,
+    one_price_per_key,
+    parse_error,
+    positive_decimal,
+    positive_number,
+    require_fields,
+    split_results,
+    stripped_text,
+)
 from gpuscout.core.models import (
     Availability,
     ParsedOffer,
@@ -39,11 +78,42 @@ from gpuscout.core.models import (
     Reject,
 )
 
-PRODUCTS_URL = "https://datacrunch.io/products"
+PRICING_URL = "https://verda.com/pricing"
 
 NAME = "datacrunch"
 SOURCE_KIND: SourceKind = "html"
 CREDENTIALS: tuple[str, ...] = ()
+
+# -- 2026 pricing page (JSON-LD) --------------------------------------------------------------
+
+JSONLD_SELECTOR = 'script[type="application/ld+json"]'
+OFFER_FIELDS = ("name", "description", "price", "priceCurrency")
+
+
+@dataclass(frozen=True)
+class _Tier:
+    """What one tier phrase at the end of an offer name sells."""
+
+    description: str  # the description the page pairs with the phrase
+    model: PricingModel | None  # None: not an instance offer (skipped)
+    variant: str | None = None  # offer-key suffix
+
+
+# Name suffix -> tier; the longer serverless phrases before " spot", which they end with.
+TIERS: dict[str, _Tier] = {
+    " serverless continuous": _Tier("Hourly serverless container price", None),
+    " serverless spot": _Tier("Hourly serverless spot container price", None),
+    " instant cluster": _Tier("Hourly instant cluster price", PricingModel.ON_DEMAND,
+                              "instant_cluster"),
+    " on-demand": _Tier("Hourly on-demand instance price", PricingModel.ON_DEMAND),
+    " spot": _Tier("Hourly spot instance price", PricingModel.SPOT),
+    " storage": _Tier("Monthly storage price per GiB", None),
+}
+COUNT_RE = re.compile(r"^(\d+)x\s+(.*)$")
+LABEL_VRAM_RE = re.compile(r"\b(\d+(?:\.\d+)?)\s*GB\b", re.IGNORECASE)
+HOURLY = "hour"
+
+# -- 2025 products page (table) ---------------------------------------------------------------
 
 # Page column headers (lower case) -> our field; the first five must be there.
 COLUMNS = {"instance name": "instance", "gpu model": "model", "gpu": "count", "vram": "vram",
@@ -72,30 +142,157 @@ class _Shape:
 
 
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
-    return [client.get(PRODUCTS_URL)]
+    return [client.get(PRICING_URL)]
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
     """Offers from every capture; when captures repeat an offer key, the newest one wins."""
-    return newest_wins(captures, _parse_page)
+    return newest_wins(captures, _parse_capture)
 
 
-# -- products page ----------------------------------------------------------------------------
-
-
-def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+def _parse_capture(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    """The 2026 JSON-LD offers when the page has them, else the 2025 products table."""
     text = capture.text()
     tree = LexborHTMLParser(text)
+    scripts = tree.css(JSONLD_SELECTOR)
+    nodes = _offer_nodes(scripts, capture)
+    if nodes:
+        return _parse_jsonld(nodes, capture)
+    if _tables(tree, text):
+        return _parse_table(tree, text, capture)
+    if scripts:
+        raise parse_error(NAME, capture, "JSON-LD without Offer nodes and no price table",
+                          "Offer")
+    raise parse_error(NAME, capture, "no JSON-LD offers (script type application/ld+json) and "
+                      "no price table (a header row with 'Instance name')", "application/ld+json")
+
+
+# -- 2026 pricing page (JSON-LD) --------------------------------------------------------------
+
+
+def _offer_nodes(scripts: list[LexborNode], capture: Capture) -> list[dict[str, Any]]:
+    """The Offer nodes at the top of every JSON-LD block's @graph (or of the block itself)."""
+    nodes: list[dict[str, Any]] = []
+    for script in scripts:
+        try:
+            doc: Any = json.loads(script.text())
+        except ValueError as exc:
+            raise parse_error(NAME, capture, f"JSON-LD block is not JSON ({exc})",
+                              "application/ld+json") from None
+        graph = doc.get("@graph") if isinstance(doc, dict) else doc
+        items: list[Any] = graph if isinstance(graph, list) else [doc]
+        nodes += [n for n in items if isinstance(n, dict) and _is_offer(n)]
+    return nodes
+
+
+def _is_offer(node: dict[str, Any]) -> bool:
+    kind = node.get("@type")
+    return "Offer" in kind if isinstance(kind, list) else kind == "Offer"
+
+
+def _parse_jsonld(nodes: list[dict[str, Any]],
+                  capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    require_fields(NAME, capture, nodes, OFFER_FIELDS, "JSON-LD Offer")
+    # Not stripped: a blank GPU leaves the tier phrase's leading space at the start (" spot").
+    tiers = [_tier_of(name if isinstance(name := n.get("name"), str) else "") for n in nodes]
+    if not any(t is not None and t[1].model is not None for t in tiers):
+        raise parse_error(NAME, capture, f"none of {len(nodes)} JSON-LD offers is named as an "
+                          "instance or cluster (' on-demand', ' spot', ' instant cluster')",
+                          "name")
+    results = [_jsonld_offer(n, t, capture) for n, t in zip(nodes, tiers, strict=True)]
+    offers, rejects = split_results(results)  # None: a serverless or storage offer
+    # The page repeats some offers verbatim: one offer per key, and a conflict if prices differ.
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *conflicts]
+
+
+def _tier_of(name: str) -> tuple[str, _Tier] | None:
+    """The offer name without its tier phrase, and the tier; None for an unknown phrase."""
+    for suffix, tier in TIERS.items():
+        if name.endswith(suffix):
+            return name[:-len(suffix)], tier
+    return None
+
+
+def _jsonld_offer(node: dict[str, Any], tier: tuple[str, _Tier] | None,
+                  capture: Capture) -> ParsedOffer | Reject | None:
+    raw = json.dumps(node, ensure_ascii=False)
+    name = node.get("name")
+    if tier is None:
+        return Reject(provider=NAME, raw=raw, reason=f"offer {name!r}: unknown tier phrase")
+    head, kind = tier
+    description = node.get("description")
+    if description != kind.description:
+        return Reject(provider=NAME, raw=raw, reason=f"offer {name!r}: description "
+                      f"{description!r} does not match its name ({kind.description!r})")
+    if kind.model is None:
+        return None  # serverless container or storage: no instance
+    match = COUNT_RE.match(head.strip())
+    if match is None or not match.group(2).strip():
+        return Reject(provider=NAME, raw=raw,
+                      reason=f"offer {name!r}: no GPU count and model before the tier")
+    count, label = int(match.group(1)), " ".join(match.group(2).split())
+    variant = [kind.variant] if kind.variant else []
+    key = "|".join([f"{count}x {label}", kind.model.value, *variant])
+    price, currency, problem = _jsonld_price(node)
+    if problem:
+        return Reject(provider=NAME, raw=raw, offer_key=key, reason=f"offer {name!r}: {problem}")
+    vram = LABEL_VRAM_RE.search(label)
+    data: ProviderData = {"source": "pricing page JSON-LD",
+                          "product": "instant cluster" if kind.variant else "instance"}
+    try:
+        return ParsedOffer(
+            provider=NAME, offer_key=key, gpu_label=label, gpu_count=count,
+            vram_gb_per_gpu=float(vram.group(1)) if vram else None, pricing_model=kind.model,
+            price_per_hour=price, currency=currency, price_kind=PriceKind.LISTED,
+            availability=Availability.UNKNOWN, source_url=capture.url,
+            observed_at=capture.fetched_at, provider_data=data,
+        )
+    except ValidationError as exc:
+        return Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}", raw=raw,
+                      offer_key=key)
+
+
+def _jsonld_price(node: dict[str, Any]) -> tuple[float, str, str | None]:
+    """(price, currency, None), or a reason the offer's price cannot be taken as stated."""
+    spec = as_dict(node.get("priceSpecification"))
+    price = _amount(node.get("price"))
+    currency = stripped_text(node.get("priceCurrency"))
+    if price is None:
+        return 0.0, "", f"price {node.get('price')!r} is not a positive number"
+    if currency is None:
+        return 0.0, "", "no currency"
+    if "price" in spec and _amount(spec.get("price")) != price:
+        return 0.0, "", f"price {node.get('price')!r} != priceSpecification {spec.get('price')!r}"
+    spec_currency = stripped_text(spec.get("priceCurrency"))
+    if spec_currency not in (None, currency):
+        return 0.0, "", f"currency {currency!r} != priceSpecification {spec_currency!r}"
+    unit = stripped_text(spec.get("unitText"))
+    if unit not in (None, HOURLY):
+        return 0.0, "", f"price per {unit!r}, not per hour"
+    return price, currency.upper(), None
+
+
+def _amount(value: object) -> float | None:
+    """A JSON number, or a plain decimal string (schema.org allows both spellings)."""
+    return positive_decimal(value) if isinstance(value, str) else positive_number(value)
+
+
+# -- 2025 products page (table) ---------------------------------------------------------------
+
+
+def _tables(tree: LexborHTMLParser, text: str) -> list[LexborNode]:
     if tree.css_first("table") is None and "<th" in text.lower():
         # An archived excerpt cut inside a <table>: HTML parsing drops <tr>/<th>/<td> outside a
         # table, so read the fragment in table context.
         tree = LexborHTMLParser(f"<table>{text}</table>")
-    tables = [t for t in tree.css("table") if _header(t)]
-    if not tables:
-        raise parse_error(NAME, capture, "no price table (a header row with 'Instance name')",
-                          "Instance name")
+    return [t for t in tree.css("table") if _header(t)]
+
+
+def _parse_table(tree: LexborHTMLParser, text: str,
+                 capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     results: list[ParsedOffer | Reject | None] = []
-    for table in tables:
+    for table in _tables(tree, text):
         header = _header(table)
         missing = [c for c in REQUIRED_COLUMNS if c not in header]
         if missing:
@@ -153,15 +350,12 @@ def _page_price(text: str | None, shape: _Shape, model: PricingModel, variant: s
         return Reject(provider=NAME, raw=shape.raw,
                       reason=f"{shape.instance_type}: unrecognised {variant or model.value} "
                              f"price {text!r}")
-    return _offer(shape, model, variant, float(match.group(2).replace(",", "")),
-                  CURRENCY[match.group(1)], capture)
+    return _table_offer(shape, model, variant, float(match.group(2).replace(",", "")),
+                        CURRENCY[match.group(1)], capture)
 
 
-# -- one offer --------------------------------------------------------------------------------
-
-
-def _offer(shape: _Shape, model: PricingModel, variant: str | None, price: float,
-           currency: str, capture: Capture) -> ParsedOffer | Reject:
+def _table_offer(shape: _Shape, model: PricingModel, variant: str | None, price: float,
+                 currency: str, capture: Capture) -> ParsedOffer | Reject:
     key = "|".join([shape.instance_type, model.value, *([variant] if variant else [])])
     data: ProviderData = {"source": "products page",
                           "p2p": shape.p2p if shape.p2p not in NOT_OFFERED else None}
