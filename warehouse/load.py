@@ -109,6 +109,7 @@ def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: 
     if complete and observed and observed[0] is not None:
         con.execute(statement("merge_close_vanished"), [provider, run_id, observed[0]])
         closed = vanished
+    con.execute(statement("merge_touch_seen"), [provider])
     con.execute(statement("merge_touch_unchanged"), [provider])
     con.execute(statement("merge_insert_versions"), [provider, run_id])
     return MergeCounts(new=new, changed=changed, unchanged=unchanged, closed=closed)

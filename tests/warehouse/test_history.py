@@ -54,6 +54,20 @@ def test_availability_change_is_state_not_history(con) -> None:
         == ("in_stock", 3)
 
 
+def test_current_state_moves_only_where_it_differs_and_seen_always(con) -> None:
+    """The nightly touch writes the wide current-state columns only for the rows whose state
+    moved; last_seen_at advances for every row seen again."""
+    _load(con, [make_offer("a"), make_offer("b")], run="r1")
+    t1 = T0 + timedelta(days=1)
+    _load(con, [make_offer("a", observed_at=t1, provider_data={"stock": "low"},
+                           source_url="https://example.test/v2"),
+                make_offer("b", observed_at=t1)], run="r2")
+    rows = con.execute("SELECT offer_key, provider_data::VARCHAR, source_url, last_seen_at "
+                       "FROM offer_versions ORDER BY offer_key").fetchall()
+    assert rows == [("a", '{"stock": "low"}', "https://example.test/v2", t1),
+                    ("b", "{}", "https://example.test/pricing", t1)]
+
+
 def test_price_change_closes_one_version_and_opens_one(con) -> None:
     _load(con, [make_offer("a", price=23.92)], run="r1")
     t1 = T0 + timedelta(days=30)
