@@ -91,3 +91,50 @@ def test_param_count_gives_a_generic_shape_of_about_that_size() -> None:
         assert "guessed" in a.notes
     with pytest.raises(UserInputError):
         from_param_count(-5)
+
+
+# ---- rows added from 2024-2025 configs -------------------------------------------------
+
+def test_catalog_has_at_least_150_rows_and_no_name_twice() -> None:
+    archs = load_architectures()
+    assert len(archs) >= 150
+    names = [n.lower() for a in archs for n in (a.model_id, *a.aliases)]
+    assert len(names) == len(set(names))
+    families = {a.family for a in archs}
+    for fam in ("falcon3", "smollm", "smollm2", "deepseek-r1-distill", "olmo-2", "internlm-2.5",
+                "granite-3.1", "phi-1.5", "codestral"):
+        assert fam in families, fam
+
+
+def test_falcon3_7b_by_hand_matches_the_size_hugging_face_lists() -> None:
+    a = lookup("tiiuae/Falcon3-7B-Instruct")
+    h, f, v, layers, q, kv = 3072, 23040, 131072, 28, 12 * 256, 4 * 256
+    per_layer = 2 * h * q + 2 * h * kv + 3 * h * f + 2 * h
+    assert a.total_params == 2 * v * h + layers * per_layer + h == 7_455_550_464
+    assert round(a.total_params / 1e9, 3) == 7.456  # "params": 7.456 in the OALL request file
+
+
+def test_r1_distill_qwen_1_5b_is_qwen2_5_1_5b_with_an_untied_head() -> None:
+    distill = lookup("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B")
+    base = lookup("Qwen/Qwen2.5-1.5B")
+    assert base.tie_word_embeddings and not distill.tie_word_embeddings
+    assert distill.total_params - base.total_params == 151936 * 1536
+    assert lookup("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") is lookup("Qwen/Qwen2.5-7B")
+
+
+def test_mistral_small_3_1_text_decoder_rounds_to_the_listed_23_6b() -> None:
+    a = lookup("mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    assert round(a.total_params / 1e8) == 236
+    assert a.total_params == lookup("mistralai/Mistral-Small-24B-Base-2501").total_params
+
+
+def test_olmo2_32b_counts_qk_norms_over_the_full_projections() -> None:
+    a = lookup("allenai/OLMo-2-0325-32B")
+    qk = 64 * (40 * 128 + 8 * 128)
+    assert a.norm_params == (64 * 2 + 1) * 5120 + qk
+
+
+def test_new_aliases_resolve_to_the_row_they_share_a_config_with() -> None:
+    assert lookup("Qwen/Qwen2.5-Coder-14B").model_id == "Qwen/Qwen2.5-14B"
+    assert lookup("01-ai/Yi-1.5-34B").model_id == "01-ai/Yi-1.5-34B-Chat"
+    assert lookup("SmolLM2-135M-Instruct").model_id == "HuggingFaceTB/SmolLM2-135M"
