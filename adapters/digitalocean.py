@@ -1,12 +1,28 @@
-"""DigitalOcean GPU Droplets: the API's sizes with a token, else the public pricing page.
+"""DigitalOcean GPU Droplets: the API's sizes with a token, else the public pricing docs page.
 
 Live path: with `DIGITALOCEAN_TOKEN` set, the API `GET https://api.digitalocean.com/v2/sizes`
-(Bearer token), every page of it (`links.pages.next`); without a token, the pricing page
-digitalocean.com/pricing/gpu-droplets, which needs none. Both are bundled
+(Bearer token), every page of it (`links.pages.next`); without a token, the docs page
+docs.digitalocean.com/products/droplets/details/pricing/, which needs none. Both are bundled
 (adapters/snapshots/digitalocean/PROVENANCE.md): the offline refresh, which replays with every
-credential set, reads the sizes; a replay without the token reads the page.
+credential set, reads the sizes; a replay without the token reads the docs page. `parse()` also
+reads the 2025 marketing page (www.digitalocean.com/pricing/gpu-droplets, kept in
+tests/fixtures/digitalocean/); a page is told by its layout, not by its URL.
 
-Page (2025, styled-components cards, hashed class names; select on the stable name prefixes):
+Docs page (2026, server-rendered Hugo): `h2` sections, each with one `<table>` whose columns are
+GPU and Price. The section is told by its heading text:
+- "On-Demand GPU Droplet Pricing": on-demand offers (required: missing is a ParseError).
+- "Spot GPU Droplet Pricing": spot offers. The page says the spot price "may change daily" and
+  is billed like on-demand (per second, no term): a published price, listed, spot.
+- "Contract GPU Droplet Pricing": "Per contract after contacting sales": rejected.
+- Any other "… GPU Droplet Pricing" section is a term not modelled here: its rows are rejected.
+A price cell reads "$35.76 per hour" and is the whole Droplet's hourly rate. A plan "NVIDIA H200
+(8x)" is an 8-GPU Droplet; a plan without the suffix is the single-GPU Droplet (every "(8x)"
+price is 8 times its single-GPU row). The count leaves the label; a "(8x)" that is not at the
+end leaves the count unknown and the row is rejected, never read as one GPU. The page names no
+VRAM, size slug or region. "billed per second" in a section sets a 1 s billing increment.
+
+Marketing page (2025, styled-components cards, hashed class names; select on the stable name
+prefixes):
 - `h3` names the Droplet ("NVIDIA H100x8"); a `p` under the price says "On-Demand Price" or
   "Reserved Price"; the price spans read "$2.99" + "/GPU/hour".
 - A promotion shows two prices: the list price in a strike-through span first, then the price
@@ -22,8 +38,8 @@ Page (2025, styled-components cards, hashed class names; select on the stable na
 API sizes: `price_hourly` is the whole Droplet; `gpu_info{count, vram{amount, unit}, model}` (VRAM
 for the whole Droplet); `memory` MiB; `regions` where the size can be created, `available`.
 Sizes without `gpu_info` are CPU Droplets and are not offers. One offer per size and region; its
-key carries the region (`gpu-h100x8-640gb|nyc1|on_demand`), which the page never names
-(`gpu-h100x8-640gb|on_demand`).
+key carries the region (`gpu-h100x8-640gb|nyc1|on_demand`), which the pages never name (docs:
+`NVIDIA H100|8x|on_demand`; cards: `gpu-h100x8-640gb|on_demand`).
 """
 
 from __future__ import annotations
@@ -31,6 +47,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -46,6 +63,8 @@ from gpuscout.adapters.toolkit import (
     finite_number,
     is_scalar,
     newest_wins,
+    node_text,
+    one_price_per_key,
     parse_error,
     positive_decimal,
     positive_number,
@@ -63,7 +82,7 @@ from gpuscout.core.models import (
     Reject,
 )
 
-PRICING_URL = "https://www.digitalocean.com/pricing/gpu-droplets"
+PRICING_URL = "https://docs.digitalocean.com/products/droplets/details/pricing/"
 API_HOST = "api.digitalocean.com"
 SIZES_URL = f"https://{API_HOST}/v2/sizes"
 MAX_PAGES = 50  # DigitalOcean pages 20 sizes; ~150 sizes in all: stops a pager that never ends
@@ -73,6 +92,21 @@ NAME = "digitalocean"
 SOURCE_KIND: SourceKind = "html"  # without a token; with one, the API
 CREDENTIALS: tuple[str, ...] = (TOKEN_VAR,)  # optional: chooses the API over the page
 
+# Docs page: section heading (lower case) -> pricing model; None: priced by contract only.
+ON_DEMAND_HEADING = "On-Demand GPU Droplet Pricing"
+SECTIONS: dict[str, PricingModel | None] = {
+    ON_DEMAND_HEADING.lower(): PricingModel.ON_DEMAND,
+    "spot gpu droplet pricing": PricingModel.SPOT,
+    "contract gpu droplet pricing": None,
+}
+COLUMNS = ("gpu", "price")
+HOURLY_RE = re.compile(r"^\$\s*(\d[\d,]*(?:\.\d+)?)\s+per\s+hour$", re.IGNORECASE)
+PLAN_COUNT_RE = re.compile(r"^(.*?)\s*\((\d+)x\)$", re.IGNORECASE)
+ANY_COUNT_RE = re.compile(r"\(\d+x\)", re.IGNORECASE)
+PER_SECOND_RE = re.compile(r"\bper[- ]second\b", re.IGNORECASE)
+GPU_SECTION_SUFFIX = "gpu droplet pricing"  # a new section with it is rejected row by row
+
+# Marketing page (2025)
 CARD = 'div[class*="StyledCardPricingCard"]'
 PRICE_BOX = 'div[class*="StyledPriceContainer"]'
 STRUCK = "StrikeThrough"  # the component that strikes a list price through when promo is on
@@ -119,14 +153,154 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
                        if urlsplit(c.url).hostname == API_HOST else _parse_page(c))
 
 
-# -- pricing page -----------------------------------------------------------------------------
-
-
 def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    """The docs page when it has a GPU pricing section, else the marketing page's cards."""
     tree = LexborHTMLParser(capture.text())
+    sections = _docs_sections(tree)
+    if sections:
+        return _parse_docs(sections, capture)
     cards = tree.css(CARD)
     if not cards:
-        raise parse_error(NAME, capture, "no GPU Droplet pricing cards", CARD)
+        raise parse_error(NAME, capture, f"neither an {ON_DEMAND_HEADING!r} section nor GPU "
+                          "Droplet pricing cards", ON_DEMAND_HEADING)
+    return _parse_cards(cards, capture)
+
+
+# -- docs pricing page (2026) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Section:
+    heading: str  # as printed
+    known: bool  # one of SECTIONS; else a GPU section this adapter does not read
+    model: PricingModel | None
+    tables: list[LexborNode]
+    text: str  # the section's prose, for the billing statement
+
+
+def _docs_sections(tree: LexborHTMLParser) -> list[_Section]:
+    """Each `h2` "… GPU Droplet Pricing", with the tables and text up to the next `h2`."""
+    sections: list[_Section] = []
+    for h2 in tree.css("h2"):
+        # deep=False: the heading's own words, without its "public" pill and anchor link
+        heading = " ".join((h2.text(deep=False) or "").split())
+        if not heading.lower().endswith(GPU_SECTION_SUFFIX):
+            continue
+        tables: list[LexborNode] = []
+        prose: list[str] = []
+        node = h2.next
+        while node is not None and node.tag != "h2":
+            if node.tag == "table":
+                tables.append(node)
+            elif not (node.tag or "-").startswith("-"):  # an element, not text or a comment
+                tables.extend(node.css("table"))
+                prose.append(node_text(node))
+            node = node.next
+        sections.append(_Section(heading, heading.lower() in SECTIONS,
+                                 SECTIONS.get(heading.lower()), tables, " ".join(prose)))
+    return sections
+
+
+def _parse_docs(sections: list[_Section],
+                capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    headings = [s.heading.lower() for s in sections]
+    if ON_DEMAND_HEADING.lower() not in headings:
+        raise parse_error(NAME, capture, f"no {ON_DEMAND_HEADING!r} section",
+                          ON_DEMAND_HEADING)
+    if len(set(headings)) != len(headings):
+        raise parse_error(NAME, capture, "a pricing section appears twice: "
+                          f"{', '.join(s.heading for s in sections)}", ON_DEMAND_HEADING)
+    results: list[ParsedOffer | Reject] = []
+    for section in sections:
+        if not section.known:
+            results.extend(_unread_rows(section))
+            continue
+        rows = _section_rows(section, capture)
+        per_second = PER_SECOND_RE.search(section.text) is not None
+        results.extend(_plan_row(row, section, per_second, capture) for row in rows)
+    offers, rejects = split_results(results)
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *conflicts]
+
+
+def _unread_rows(section: _Section) -> list[Reject]:
+    """A new GPU pricing section (a term this adapter does not model): every row a reject."""
+    return [Reject(provider=NAME, raw=tr.html or "",
+                   reason=f"{section.heading!r} is a GPU pricing section this adapter does not "
+                          f"read: {[node_text(td) for td in tr.css('td')]}")
+            for table in section.tables for tr in table.css("tr") if tr.css_first("td")]
+
+
+def _section_rows(section: _Section, capture: Capture) -> list[LexborNode]:
+    """The body rows of the section's one GPU | Price table; a ParseError for anything else."""
+    if len(section.tables) != 1:
+        raise parse_error(NAME, capture, f"{section.heading!r} has {len(section.tables)} "
+                          "tables, expected one", section.heading)
+    table = section.tables[0]
+    columns = tuple(node_text(th).lower() for th in table.css("th"))
+    if columns != COLUMNS:
+        raise parse_error(NAME, capture, f"{section.heading!r} table has columns {columns}, "
+                          f"expected {COLUMNS}", "GPU, Price", snippet=(table.html or "")[:200])
+    rows = [tr for tr in table.css("tr") if tr.css_first("td") is not None]
+    if not rows:
+        raise parse_error(NAME, capture, f"{section.heading!r} table has no rows",
+                          section.heading)
+    return rows
+
+
+def _plan_row(row: LexborNode, section: _Section, per_second: bool,
+              capture: Capture) -> ParsedOffer | Reject:
+    raw = row.html or ""
+    cells = [node_text(td) for td in row.css("td")]
+    if len(cells) != len(COLUMNS) or not cells[0]:
+        return Reject(provider=NAME, raw=raw,
+                      reason=f"{section.heading}: expected a GPU and a price, found {cells}")
+    plan, price_text = cells
+    parsed = _plan(plan)
+    if parsed is None:
+        return Reject(provider=NAME, raw=raw, reason=f"{plan!r}: a GPU count '(Nx)' that is "
+                      "not at the end of the plan: the GPUs per Droplet are unknown")
+    label, count = parsed
+    if section.model is None:
+        return Reject(provider=NAME, raw=raw,
+                      offer_key=f"{label}|{count}x|{PricingModel.RESERVED.value}",
+                      reason=f"{plan}: {price_text!r} ({section.heading}): a contract price "
+                             "quoted by sales, not a listed price")
+    key = f"{label}|{count}x|{section.model.value}"
+    match = HOURLY_RE.match(price_text)
+    if match is None:
+        return Reject(provider=NAME, raw=raw, offer_key=key,
+                      reason=f"{plan}: unrecognised price {price_text!r} ({section.heading})")
+    price = float(match.group(1).replace(",", ""))
+    try:
+        return ParsedOffer(
+            provider=NAME, offer_key=key, gpu_label=label, gpu_count=count,
+            pricing_model=section.model, price_per_hour=price, price_kind=PriceKind.LISTED,
+            billing_increment_s=1 if per_second else None, source_url=capture.url,
+            observed_at=capture.fetched_at,
+            provider_data={"plan": plan, "price_per_gpu_hour": round(price / count, 6)},
+        )
+    except ValidationError as exc:
+        return Reject(provider=NAME, reason=f"invalid offer: {exc.errors()[0]['msg']}", raw=raw,
+                      offer_key=key)
+
+
+def _plan(plan: str) -> tuple[str, int] | None:
+    """'NVIDIA H200 (8x)' -> ('NVIDIA H200', 8); 'NVIDIA H200' -> ('NVIDIA H200', 1); None when
+    a count is stated elsewhere than at the end ('NVIDIA H200 (8x)*')."""
+    match = PLAN_COUNT_RE.match(plan)
+    if match is not None and int(match.group(2)) > 0:
+        return match.group(1), int(match.group(2))
+    if ANY_COUNT_RE.search(plan):
+        return None
+    return plan, 1
+
+
+# -- marketing pricing page (2025) ------------------------------------------------------------
+
+
+def _parse_cards(cards: list[LexborNode],
+                 capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     if not any(c.css_first(PRICE_BOX) is not None for c in cards):
         raise parse_error(NAME, capture, "no card has a price container", PRICE_BOX)
     return split_results(_card(card, capture) for card in cards)

@@ -1,21 +1,26 @@
 """Hyperstack: per-GPU list prices scraped from the public GPU pricing page.
 
-Layout (2025-07, adapters/snapshots/hyperstack/PROVENANCE.md): HubSpot div "cards". Each
+Layout (2025-07 and 2026-08, the same HubSpot template; adapters/snapshots/hyperstack/PROVENANCE.md
+and tests/fixtures/hyperstack/PROVENANCE.md): div "cards", not `<table>`. Each
 `.page-price_card_main` holds a head row of `.page-price_card_head_item` cells and data rows
-`.page-price_card_row_item`, whose `.page-price_card_row_item_col` cells follow the head. The
-section is told by its columns, not by the card title (the excerpt cuts the first title):
+`.page-price_card_row_item`, whose `.page-price_card_row_item_col` cells follow the head. A card
+is told by its column headings, not by its title (the 2025 excerpt cuts the first title):
 - On-Demand GPU: GPU Model, VRAM (GB), Max pCPUs per GPU, Max RAM (GB) per GPU, Pricing Per Hour.
-- Reservation: GPU Model, Starting from, Reserve (a link).
+- Reservation: GPU Model, Starting from, Reserve (a link, or plain text).
 - Spot VM: GPU Model, Spot VM.
+Cards whose first column is not "GPU Model" (On-Demand CPU, Storage, Other Services, the AI
+Studio token and fine-tuning cards) are not GPU rentals and are skipped; GPU names in the
+navigation and footer (GB200 NVL72, HGX B200, ...) are outside every card and never read.
 
 Reading rules:
 - Prices are per GPU-hour ("per GPU" columns); the page names no machine size, so an offer is
   one GPU at the per-GPU price. The per-GPU pCPU and RAM maxima go into `provider_data`.
 - Reservation prices are "Starting from" a price with no stated term: rejected, never guessed.
 - Spot VM prices are published prices (no bid, nothing says "current"): listed, spot. The spot
-  card has no VRAM column; the on-demand row of the same model on the same page supplies it.
+  card has no VRAM column; the on-demand row of the same model on the same page supplies it
+  (none for a spot-only label such as 2026's "NVIDIA H100 PCIe").
 - "NVLink" in a model name is the page stating the GPUs' link. Prices may carry leading spaces
-  or &nbsp;.
+  or &nbsp;, headings a trailing &nbsp; ("Starting from&nbsp;").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""adapters/digitalocean.py on the recorded 2025 GPU Droplets pricing page and a /v2/sizes body."""
+"""adapters/digitalocean.py on the recorded 2026 docs pricing page (served by the replay), the
+2025 marketing pricing page (tests/fixtures) and a /v2/sizes body."""
 
 from __future__ import annotations
 
@@ -16,28 +17,57 @@ from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, Unknown, load_catalog
 from gpuscout.core.errors import FetchError, ParseError
-from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
+from gpuscout.core.models import Availability, ParsedOffer, ParseResult, PriceKind, PricingModel
 
 SNAP = SNAPSHOTS_DIR / "digitalocean"
 FIX = FIXTURES / "digitalocean"
-PAGE = "digitalocean_20250707231929.html"
+DOCS = "droplets_pricing_gpu_index_055204a_2026-08-22.html"  # served by the replay
+CARDS = "digitalocean_20250707231929.html"  # tests/fixtures: the 2025 marketing page
 SIZES = "gpuhunt_fixture_v2_sizes.json"
+DOCS_URL = "https://docs.digitalocean.com/products/droplets/details/pricing/"
 URL = "https://www.digitalocean.com/pricing/gpu-droplets"
 H100_1X = "gpu-h100x1-80gb|on_demand"
-# Every GPU label in both files -> canonical GPU (None: knowingly unknown).
-LABELS = {"NVIDIA H100": None, "nvidia_h100": None,
+ON_DEMAND = PricingModel.ON_DEMAND
+SPOT = PricingModel.SPOT
+# Every GPU label in the three files -> canonical GPU (None: knowingly unknown).
+LABELS = {"NVIDIA H100": None, "nvidia_h100": None, "NVIDIA H200": None,
           "AMD Instinct™ MI300X": "mi300x-192gb", "amd_mi300x": "mi300x-192gb",
+          "AMD MI300X": "mi300x-192gb", "AMD MI325X": "mi325x-256gb",
+          "AMD MI350X": "mi350x-288gb", "AMD MI355X": "mi355x-288gb",
           "NVIDIA RTX 4000 Ada Generation": "rtx-4000-ada-20gb",
-          "NVIDIA RTX 6000 Ada Generation": "rtx-6000-ada-48gb", "NVIDIA L40S": "l40s-48gb"}
+          "NVIDIA RTX 4000": "rtx-4000-ada-20gb",
+          "NVIDIA RTX 6000 Ada Generation": "rtx-6000-ada-48gb",
+          "NVIDIA RTX 6000": "rtx-6000-ada-48gb",
+          "NVIDIA L40S": "l40s-48gb", "NVIDIA L40s": "l40s-48gb",
+          "NVIDIA B300, air-cooled": "b300-sxm-288gb",
+          "NVIDIA B300, liquid-cooled": "b300-sxm-288gb"}
+
+
+def _docs_capture() -> Capture:
+    return load_capture(SNAP, DOCS)
+
+
+def _docs(capture: Capture | None = None) -> ParseResult:
+    return digitalocean.parse([capture or _docs_capture()])
+
+
+def _docs_mutated(old: str, new: str, *, exactly_once: bool = True) -> Capture:
+    return with_replaced(_docs_capture(), old, new, exactly_once=exactly_once)
+
+
+def _synthetic(body: str) -> Capture:
+    return Capture(provider="digitalocean", url=DOCS_URL, body=body.encode(),
+                   fetched_at=datetime(2026, 8, 22, tzinfo=UTC))
 
 
 def _page(capture: Capture | None = None) -> dict[str, ParsedOffer]:
-    result = digitalocean.parse([capture or load_capture(SNAP, PAGE)])
+    """The 2025 marketing page's offers by key."""
+    result = digitalocean.parse([capture or load_capture(FIX, CARDS)])
     return {o.offer_key: o for o in result.offers}
 
 
 def _mutated(old: str, new: str) -> Capture:
-    capture = load_capture(SNAP, PAGE)
+    capture = load_capture(FIX, CARDS)
     return with_replaced(capture, old, new)
 
 
@@ -48,12 +78,162 @@ def _sizes_capture(body: bytes | None = None) -> Capture:
 
 class TestDigitalOceanInvariants(OfferInvariants):
     NAME = "digitalocean"
-    EXPECTED_UNKNOWN = frozenset({"NVIDIA H100", "nvidia_h100"})
+    EXPECTED_UNKNOWN = frozenset({"NVIDIA H100", "nvidia_h100", "NVIDIA H200"})
 
-    @pytest.fixture(params=["page", "sizes"])
+    @pytest.fixture(params=["docs", "cards", "sizes"])
     def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
-        capture = load_capture(SNAP, PAGE) if request.param == "page" else _sizes_capture()
+        capture = {"docs": _docs_capture, "cards": lambda: load_capture(FIX, CARDS),
+                   "sizes": _sizes_capture}[request.param]()
         return digitalocean.parse([capture]).offers
+
+
+# -- docs pricing page (2026) ------------------------------------------------------------------
+
+
+def test_docs_on_demand_table() -> None:
+    offers = [o for o in _docs().offers if o.pricing_model is ON_DEMAND]
+    assert {o.offer_key: (o.gpu_label, o.gpu_count, o.price_per_hour,
+                          o.provider_data["price_per_gpu_hour"]) for o in offers} == {
+        "AMD MI300X|1x|on_demand": ("AMD MI300X", 1, 2.59, 2.59),
+        "AMD MI300X|8x|on_demand": ("AMD MI300X", 8, 20.72, 2.59),
+        "AMD MI325X|1x|on_demand": ("AMD MI325X", 1, 3.80, 3.80),
+        "AMD MI325X|8x|on_demand": ("AMD MI325X", 8, 30.40, 3.80),
+        "NVIDIA H100|1x|on_demand": ("NVIDIA H100", 1, 4.41, 4.41),
+        "NVIDIA H100|8x|on_demand": ("NVIDIA H100", 8, 35.28, 4.41),
+        "NVIDIA L40s|1x|on_demand": ("NVIDIA L40s", 1, 1.57, 1.57),
+        "NVIDIA RTX 4000|1x|on_demand": ("NVIDIA RTX 4000", 1, 0.76, 0.76),
+        "NVIDIA RTX 6000|1x|on_demand": ("NVIDIA RTX 6000", 1, 1.57, 1.57),
+        "NVIDIA H200|1x|on_demand": ("NVIDIA H200", 1, 4.47, 4.47),
+        "NVIDIA H200|8x|on_demand": ("NVIDIA H200", 8, 35.76, 4.47),
+    }
+
+
+def test_docs_spot_table_both_b300_coolings() -> None:
+    offers = [o for o in _docs().offers if o.pricing_model is SPOT]
+    assert {o.offer_key: (o.gpu_count, o.price_per_hour) for o in offers} == {
+        "AMD MI350X|1x|spot": (1, 4.00), "AMD MI350X|8x|spot": (8, 32.00),
+        "AMD MI355X|1x|spot": (1, 4.50), "AMD MI355X|8x|spot": (8, 36.00),
+        "NVIDIA B300, air-cooled|1x|spot": (1, 11.19),
+        "NVIDIA B300, air-cooled|8x|spot": (8, 89.52),
+        "NVIDIA B300, liquid-cooled|1x|spot": (1, 11.19),
+        "NVIDIA B300, liquid-cooled|8x|spot": (8, 89.52),
+    }
+    assert all(o.price_kind is PriceKind.LISTED for o in offers)
+
+
+def test_docs_8x_droplet_in_full() -> None:
+    key = "NVIDIA H200|8x|on_demand"
+    offer = next(o for o in _docs().offers if o.offer_key == key)
+    assert offer.model_dump() == {
+        "provider": "digitalocean", "offer_key": key, "instance_type": None,
+        "gpu_label": "NVIDIA H200", "gpu_count": 8, "vram_gb_per_gpu": None,
+        "pricing_model": ON_DEMAND, "price_per_hour": 35.76, "currency": "USD",
+        "price_kind": PriceKind.LISTED, "region": None, "zone": None, "vcpus": None,
+        "ram_gb": None, "disk_gb": None, "interconnect": None, "interconnect_gbps": None,
+        "network": None, "network_gbps": None,
+        "billing_increment_s": 1,  # "billed per second with a minimum charge of 60 seconds"
+        "availability": "unknown", "available_count": None, "source_url": DOCS_URL,
+        "observed_at": datetime(2026, 8, 22, tzinfo=UTC),
+        "provider_data": {"plan": "NVIDIA H200 (8x)", "price_per_gpu_hour": 4.47},
+    }
+
+
+def test_docs_price_is_per_droplet() -> None:
+    for offer in _docs().offers:
+        per_gpu = offer.provider_data["price_per_gpu_hour"]
+        assert isinstance(per_gpu, float)
+        assert per_gpu * offer.gpu_count == pytest.approx(offer.price_per_hour), offer.offer_key
+
+
+def test_docs_contract_rows_are_rejected_and_nothing_else() -> None:
+    result = _docs()
+    assert result.complete is True
+    reason = ("'Per contract after contacting sales' (Contract GPU Droplet Pricing): "
+              "a contract price quoted by sales, not a listed price")
+    assert [(r.offer_key, r.reason) for r in result.rejects] == [
+        ("AMD MI350X|1x|reserved", f"AMD MI350X: {reason}"),
+        ("AMD MI350X|8x|reserved", f"AMD MI350X (8x): {reason}"),
+        ("NVIDIA B300|1x|reserved", f"NVIDIA B300: {reason}"),
+        ("NVIDIA B300|8x|reserved", f"NVIDIA B300 (8x): {reason}"),
+    ]
+    # The bare "NVIDIA B300" exists only in the contract table; CPU and bandwidth prices
+    # ($0.01 minimum charge, $0.01 per GiB) are never read.
+    assert "NVIDIA B300" not in {o.gpu_label for o in result.offers}
+    assert min(o.price_per_hour for o in result.offers) == 0.76
+
+
+def test_docs_unreadable_price_is_one_reject() -> None:
+    result = _docs(_docs_mutated("$4.47 per hour", "$4.47 per month"))
+    assert "NVIDIA H200|1x|on_demand" not in {o.offer_key for o in result.offers}
+    assert len(result.offers) == 18
+    assert [r.reason for r in result.rejects if r.offer_key == "NVIDIA H200|1x|on_demand"] == [
+        "NVIDIA H200: unrecognised price '$4.47 per month' (On-Demand GPU Droplet Pricing)"]
+
+
+def test_docs_count_not_at_the_end_is_never_one_gpu() -> None:
+    result = _docs(_docs_mutated("NVIDIA H200 (8x)</td>", "NVIDIA H200 (8x)*</td>"))
+    assert not any(o.gpu_label.startswith("NVIDIA H200 (8x)") for o in result.offers)
+    assert not any(o.price_per_hour == 35.76 for o in result.offers)
+    assert "'NVIDIA H200 (8x)*': a GPU count '(Nx)' that is not at the end of the plan: the " \
+           "GPUs per Droplet are unknown" in [r.reason for r in result.rejects]
+
+
+def test_docs_renamed_column_is_a_parse_error() -> None:
+    capture = _docs_mutated(">Price</th>", ">Cost</th>", exactly_once=False)
+    with pytest.raises(ParseError) as err:
+        _docs(capture)
+    assert err.value.field == "GPU, Price"
+    assert err.value.url == DOCS_URL
+
+
+def test_docs_missing_on_demand_section_is_a_parse_error() -> None:
+    capture = _docs_mutated('<h2 id="on-demand-gpu-droplet-pricing">On-Demand GPU Droplet Pricing',
+                            '<h2 id="on-demand-gpu-droplet-pricing">On-Demand GPU Droplet Prices')
+    with pytest.raises(ParseError) as err:
+        _docs(capture)
+    assert err.value.field == digitalocean.ON_DEMAND_HEADING
+
+
+def test_docs_section_twice_or_two_tables_is_a_parse_error() -> None:
+    twice = _docs_mutated('<h2 id="contract-gpu-droplet-pricing">Contract GPU Droplet Pricing',
+                          '<h2 id="contract-gpu-droplet-pricing">Spot GPU Droplet Pricing')
+    with pytest.raises(ParseError, match="appears twice"):
+        _docs(twice)
+    # the spot section swallows the contract table when its heading is gone
+    merged = _docs_mutated('<h2 id="contract-gpu-droplet-pricing">', "<h3>")
+    with pytest.raises(ParseError, match="has 2 tables") as err:
+        _docs(merged)
+    assert err.value.field == "Spot GPU Droplet Pricing"
+
+
+def test_docs_unknown_gpu_section_is_rejected_row_by_row() -> None:
+    capture = _docs_mutated('<h2 id="spot-gpu-droplet-pricing">Spot GPU Droplet Pricing',
+                            '<h2 id="spot-gpu-droplet-pricing">Reserved GPU Droplet Pricing')
+    result = _docs(capture)
+    assert {o.pricing_model for o in result.offers} == {ON_DEMAND}
+    assert len(result.offers) == 11
+    unread = [r.reason for r in result.rejects if "does not read" in r.reason]
+    assert len(unread) == 8
+    assert unread[0] == ("'Reserved GPU Droplet Pricing' is a GPU pricing section this adapter "
+                         "does not read: ['AMD MI350X', '$4.00 per hour']")
+
+
+def test_docs_empty_table_is_a_parse_error() -> None:
+    body = ("<h2>On-Demand GPU Droplet Pricing</h2><div><table><thead><tr><th>GPU</th>"
+            "<th>Price</th></tr></thead><tbody></tbody></table></div>")
+    with pytest.raises(ParseError, match="has no rows") as err:
+        digitalocean.parse([_synthetic(body)])
+    assert err.value.field == "On-Demand GPU Droplet Pricing"
+
+
+def test_docs_and_cards_together_keep_both_layouts_keys() -> None:
+    result = digitalocean.parse([load_capture(FIX, CARDS), _docs_capture()])
+    keys = {o.offer_key for o in result.offers}
+    assert {"NVIDIA H100|8x|on_demand", "gpu-h100x8-640gb|on_demand"} <= keys
+    assert len(keys) == 19 + 7
+
+
+# -- marketing pricing page (2025) -------------------------------------------------------------
 
 
 def test_page_on_demand_cards() -> None:
@@ -100,7 +280,7 @@ def test_eight_gpu_droplet_details() -> None:
 
 
 def test_reserved_floor_prices_are_rejected() -> None:
-    result = digitalocean.parse([load_capture(SNAP, PAGE)])
+    result = digitalocean.parse([load_capture(FIX, CARDS)])
     assert [r.reason for r in result.rejects] == [
         "NVIDIA H100x8: reserved price for a 12-month contract is a floor ('as low as') "
         "quoted by sales, not a price",
@@ -126,7 +306,7 @@ def test_two_prices_without_a_strike_through_are_rejected() -> None:
 
 
 def test_renamed_price_container_is_a_parse_error() -> None:
-    capture = load_capture(SNAP, PAGE)
+    capture = load_capture(FIX, CARDS)
     body = capture.body.replace(b"StyledPriceContainer", b"StyledCost")
     with pytest.raises(ParseError) as err:
         digitalocean.parse([capture.model_copy(update={"body": body})])
@@ -134,12 +314,12 @@ def test_renamed_price_container_is_a_parse_error() -> None:
     assert err.value.url == URL
 
 
-def test_page_without_cards_is_a_parse_error() -> None:
+def test_page_without_sections_or_cards_is_a_parse_error() -> None:
     capture = Capture(provider="digitalocean", url=URL, body=b"<html><p>Sold out</p></html>",
                       fetched_at=datetime(2025, 7, 7, tzinfo=UTC))
-    with pytest.raises(ParseError) as err:
+    with pytest.raises(ParseError, match="nor GPU Droplet pricing cards") as err:
         digitalocean.parse([capture])
-    assert err.value.field == digitalocean.CARD
+    assert err.value.field == digitalocean.ON_DEMAND_HEADING
 
 
 def test_api_sizes_one_offer_per_gpu_size_and_region() -> None:
@@ -187,26 +367,27 @@ def test_api_wrong_shape_is_a_parse_error() -> None:
 
 def test_every_label_resolves_or_is_knowingly_unknown() -> None:
     catalog = load_catalog()
-    offers = [*_page().values(), *digitalocean.parse([_sizes_capture()]).offers]
+    offers = [*_docs().offers, *_page().values(), *digitalocean.parse([_sizes_capture()]).offers]
     assert {o.gpu_label for o in offers} == set(LABELS)
     for offer in offers:
         res = catalog.resolve("digitalocean", offer.gpu_label, offer.vram_gb_per_gpu)
         expected = LABELS[offer.gpu_label]
         if expected is None:
-            # DigitalOcean never says SXM or PCIe, and both H100s have 80 GB.
+            # DigitalOcean never says SXM or PCIe (H100) or SXM or NVL (H200), and VRAM
+            # cannot settle either.
             assert isinstance(res, Unknown) and "unmapped" in res.reason, offer.offer_key
         else:
             assert isinstance(res, Resolved) and res.gpu_id == expected, offer.offer_key
 
 
-def test_offline_fetch_serves_the_bundled_page() -> None:
+def test_offline_fetch_serves_the_bundled_docs_page() -> None:
     with HttpClient("digitalocean", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
         captures = digitalocean.fetch(client, {})
     assert len(captures) == 1
-    assert captures[0].body == (SNAP / PAGE).read_bytes()
-    assert captures[0].url == URL
-    assert captures[0].fetched_at == datetime(2025, 7, 7, 23, 19, 29, tzinfo=UTC)
-    assert len(digitalocean.parse(captures).offers) == 7
+    assert captures[0].body == (SNAP / DOCS).read_bytes()
+    assert captures[0].url == DOCS_URL == digitalocean.PRICING_URL
+    assert captures[0].fetched_at == datetime(2026, 8, 22, tzinfo=UTC)
+    assert len(digitalocean.parse(captures).offers) == 19
 
 
 # -- fetch with a token: the API ---------------------------------------------------------------

@@ -23,7 +23,7 @@ from gpuscout.pipeline.profiles import (
 # Providers for which no source stating the billing granularity was found when the file was
 # researched (2026-12-02). Unknown stays unknown; when a source turns up, add the row and drop
 # the provider from this set (the test below insists the set is exact).
-NO_BILLING_SOURCE = {"crusoe", "cudo", "datacrunch", "fluidstack", "hyperstack", "paperspace",
+NO_BILLING_SOURCE = {"crusoe", "cudo", "datacrunch", "fluidstack", "paperspace",
                      "tensordock"}
 
 
