@@ -90,7 +90,8 @@ TOKEN_VAR = "DIGITALOCEAN_TOKEN"
 
 NAME = "digitalocean"
 SOURCE_KIND: SourceKind = "html"  # without a token; with one, the API
-CREDENTIALS: tuple[str, ...] = (TOKEN_VAR,)  # optional: chooses the API over the page
+CREDENTIALS: tuple[str, ...] = (TOKEN_VAR,)
+OPTIONAL_CREDENTIALS = CREDENTIALS  # the API is asked only with a token; a replay reads the page
 
 # Docs page: section heading (lower case) -> pricing model; None: priced by contract only.
 ON_DEMAND_HEADING = "On-Demand GPU Droplet Pricing"
