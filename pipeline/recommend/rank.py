@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -146,55 +147,51 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
             "hw_failures_per_gpu_hour": HARDWARE_FAILURES_PER_GPU_HOUR,
             "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
             "dtype": job.dtype, "max_age_days": req.max_price_age_days,
+            "limit": req.limit, "rejected_shown": REJECTED_SHOWN,
         })
     finally:
         con.unregister("plans")
-    notes = price_notes(table, req.max_price_age_days)
-    why = pc.field("rejected_because")
-    accepted = table.filter(why.is_null())
-    rejected = table.filter(why.is_valid())
-    if accepted.num_rows:
-        # Cheaper by the hour than the winner, yet unable to run the job well: the --explain
-        # list
-        best_hourly = accepted["price_usd_per_hour"][0].as_py()
-        rejected = rejected.filter(pc.field("price_usd_per_hour") < best_hourly)
-    # the machines with the most GPU memory first (the nearest to holding the job: a big
-    # machine that is not sold as a cluster, not the smallest cards), then the cheapest
-    memory = pa.array([(n or 0) * (gb or 0.0) for n, gb in zip(
-        rejected["gpus_per_node"].to_pylist(), rejected["usable_gb_per_gpu"].to_pylist(),
-        strict=True)], pa.float64())
-    rejected = rejected.append_column("machine_gb", memory).sort_by(
-        [("machine_gb", "descending"), ("price_usd_per_hour", "ascending")])
+    part = pc.field("part")
+    accepted = table.filter(part == "ranked")
+    rejected = table.filter(part == "rejected")
+    totals = _totals(table)
     return Recommendation(
         model_id=arch.model_id, method=job.method, tokens=req.tokens,
         storage_gb=round(storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
         egress_gb=round(egress_gb, 3), shapes_evaluated=len(plans),
-        offers_evaluated=table.num_rows,
-        ranked=[RankedOffer.model_validate(r)
-                for r in accepted.slice(0, req.limit).to_pylist()],
-        rejected_cheaper=[RejectedOffer.model_validate(r)
-                          for r in rejected.slice(0, REJECTED_SHOWN).to_pylist()],
-        price_notes=notes,
+        offers_evaluated=totals["offers_evaluated"],
+        ranked=[RankedOffer.model_validate(r) for r in accepted.to_pylist()],
+        rejected_cheaper=[RejectedOffer.model_validate(r) for r in rejected.to_pylist()],
+        price_notes=price_notes(totals, req.max_price_age_days),
         managed=managed_quotes(arch.model_id, arch.total_params / 1e9, job.method, req.tokens),
     )
 
 
-def price_notes(table: pa.Table, max_age_days: float | None) -> list[str]:
+TOTALS = ("offers_evaluated", "replayed_offers", "replayed_providers", "replayed_from",
+          "replayed_to", "too_old_offers")
+
+
+def _totals(table: pa.Table) -> dict[str, Any]:
+    """The totals over every offer priced, which rank.sql repeats on each row it returns."""
+    if table.num_rows == 0:
+        return {"offers_evaluated": 0, "replayed_offers": 0, "replayed_providers": [],
+                "replayed_from": None, "replayed_to": None, "too_old_offers": 0}
+    return {name: table[name][0].as_py() for name in TOTALS}
+
+
+def price_notes(totals: dict[str, Any], max_age_days: float | None) -> list[str]:
     """What the user must know about the prices behind the ranking: replayed captures (with
     their dates) and the offers the age limit set aside."""
     notes = []
-    replayed = table.filter(pc.field("price_source") == "replay")
-    if replayed.num_rows:
-        seen = [t for t in replayed["observed_at"].to_pylist() if t is not None]
-        span = (f" recorded {min(seen):%Y-%m-%d} to {max(seen):%Y-%m-%d}" if seen else "")
-        providers = sorted(set(replayed["provider"].to_pylist()))
-        notes.append(f"{replayed.num_rows} offers of {len(providers)} providers are replayed "
-                     f"captures{span}: historical prices, not today's (a live `gpuscout "
-                     "refresh` reads current ones)")
-    if max_age_days is not None:
-        old = sum(1 for r in table["rejected_because"].to_pylist()
-                  if r and r.startswith("price last seen"))
-        if old:
-            notes.append(f"{old} offers with prices older than {max_age_days:g} days were "
-                         "set aside (--max-price-age; --explain lists the cheaper ones)")
+    if totals["replayed_offers"]:
+        first, last = totals["replayed_from"], totals["replayed_to"]
+        span = f" recorded {first:%Y-%m-%d} to {last:%Y-%m-%d}" if first and last else ""
+        providers = totals["replayed_providers"] or []
+        notes.append(f"{totals['replayed_offers']} offers of {len(providers)} providers are "
+                     f"replayed captures{span}: historical prices, not today's (a live "
+                     "`gpuscout refresh` reads current ones)")
+    if max_age_days is not None and totals["too_old_offers"]:
+        notes.append(f"{totals['too_old_offers']} offers with prices older than "
+                     f"{max_age_days:g} days were set aside (--max-price-age; --explain lists "
+                     "the cheaper ones)")
     return notes

@@ -2,13 +2,18 @@
 -- placement: gpu_id, gpus_per_node, fabric, fabric_gbps, max_nodes) says whether and how the
 -- job fits, on how many machines, how long it computes, how long one checkpoint takes to write
 -- and how often its GPUs fail; this query adds checkpoints, interruptions, billing, storage,
--- egress and price age, and ranks. Every offer comes back: those that cannot serve the run
--- carry `rejected_because`, so `--explain` can say why a cheaper offer lost. Parameters:
+-- egress and price age, and ranks. Every offer is priced and counted, but only the rows shown
+-- come back, with their reasons written out: the best `$limit` (part 'ranked') and up to
+-- `$rejected_shown` of those that cannot serve the run (part 'rejected', with
+-- `rejected_because`): cheaper by the hour than the winner, the most GPU memory first, so that
+-- `--explain` can say why a cheaper offer lost. Each row also carries the totals over every
+-- offer (offers_evaluated, the replayed ones, those set aside by age). Parameters:
 --   those of offers.sql, $objective (cost|time|balanced), $max_hours, $checkpoint_s (NULL:
 --   Young/Daly per offer), $min_interval_s, $checkpoint_gb, $write_gbps, $restart_s,
 --   $storage_gb, $egress_gb, $bid_interrupts_per_hour, $market_interrupts_per_hour,
 --   $hw_failures_per_gpu_hour (for the reasons), $now, $stale_days, $dtype (precision asked),
---   $max_age_days (NULL: no limit; prices replayed from recorded captures are exempt)
+--   $max_age_days (NULL: no limit; prices replayed from recorded captures are exempt),
+--   $limit, $rejected_shown
 WITH {offers},
 joined AS (
     SELECT o.*, pl.nodes, pl.feasible, pl.sharding, pl.dtype, pl.peak_gb_per_gpu,
@@ -140,6 +145,65 @@ compared AS (
         min(price_usd_per_hour) FILTER (WHERE pricing_model = 'on_demand')
             OVER (PARTITION BY provider, gpu_id, gpu_count) AS od_price_usd_per_hour
     FROM ranked
+),
+scored AS (
+    SELECT *,
+        coalesce(reject_reason,
+            CASE WHEN too_old
+                 THEN printf('price last seen %d days ago, older than --max-price-age %g days',
+                             price_age_days, $max_age_days) END,
+            CASE WHEN expected_s IS NULL
+                 THEN printf('interrupted too often (%.3f/h over %d machine(s)) for %.0f-min '
+                             || 'checkpoints: it would never finish', interrupts_per_hour, nodes,
+                             interval_s / 60) END,
+            CASE WHEN too_slow AND pricing_model = 'spot' AND run_s / 3600 <= $max_hours
+                 THEN printf('takes %.1f h with the expected spot restarts (%.1f h without '
+                             || 'interruptions), over --max-hours %.1f', expected_hours,
+                             run_s / 3600, $max_hours)
+                 WHEN too_slow
+                 THEN printf('takes %.1f h, over --max-hours %.1f', expected_hours, $max_hours)
+            END) AS rejected_because
+    FROM compared
+),
+ordered AS (
+    SELECT *, row_number() OVER (ORDER BY
+            rejected_because IS NOT NULL,
+            availability = 'out_of_stock',
+            CASE WHEN $spot_policy = 'prefer' THEN pricing_model <> 'spot' ELSE false END,
+            CASE $objective
+                WHEN 'cost' THEN total_usd
+                WHEN 'time' THEN expected_hours
+                ELSE total_usd * expected_hours
+            END,
+            total_usd, provider, offer_key) AS rank_no
+    FROM scored
+),
+totals AS (
+    SELECT count(*) AS offers_evaluated,
+           count(*) FILTER (WHERE replayed) AS replayed_offers,
+           list(DISTINCT provider ORDER BY provider) FILTER (WHERE replayed) AS replayed_providers,
+           min(last_seen_at) FILTER (WHERE replayed) AS replayed_from,
+           max(last_seen_at) FILTER (WHERE replayed) AS replayed_to,
+           count(*) FILTER (WHERE starts_with(rejected_because, 'price last seen'))
+               AS too_old_offers,
+           min(rank_no) FILTER (WHERE rejected_because IS NULL) AS best_rank
+    FROM ordered
+),
+picked AS (
+    (SELECT *, 'ranked' AS part FROM ordered
+     WHERE rejected_because IS NULL ORDER BY rank_no LIMIT $limit)
+    UNION ALL
+    -- cheaper by the hour than the winner (all of them when nothing can serve the run), the
+    -- machines with the most GPU memory first (the nearest to holding the job: a big machine
+    -- that is not sold as a cluster, not the smallest cards), then the cheapest
+    (SELECT s.*, 'rejected' AS part FROM ordered s, totals t
+     WHERE s.rejected_because IS NOT NULL
+       AND (t.best_rank IS NULL OR s.price_usd_per_hour
+            < (SELECT price_usd_per_hour FROM ordered WHERE rank_no = t.best_rank))
+     ORDER BY coalesce(CAST(s.gpu_count AS INTEGER), 0)
+                  * coalesce(round(s.usable_gb_per_gpu, 1), 0) DESC,
+              s.price_usd_per_hour, s.rank_no
+     LIMIT $rejected_shown)
 )
 SELECT
     provider, offer_key, gpu_id, CAST(gpu_count AS INTEGER) AS gpus_per_node, nodes,
@@ -159,21 +223,7 @@ SELECT
     last_seen_at AS observed_at, price_age_days, stale,
     CASE WHEN replayed THEN 'replay' ELSE 'live' END AS price_source, availability,
     resold_from,
-    coalesce(reject_reason,
-        CASE WHEN too_old
-             THEN printf('price last seen %d days ago, older than --max-price-age %g days',
-                         price_age_days, $max_age_days) END,
-        CASE WHEN expected_s IS NULL
-             THEN printf('interrupted too often (%.3f/h over %d machine(s)) for %.0f-min '
-                         || 'checkpoints: it would never finish', interrupts_per_hour, nodes,
-                         interval_s / 60) END,
-        CASE WHEN too_slow AND pricing_model = 'spot' AND run_s / 3600 <= $max_hours
-             THEN printf('takes %.1f h with the expected spot restarts (%.1f h without '
-                         || 'interruptions), over --max-hours %.1f', expected_hours,
-                         run_s / 3600, $max_hours)
-             WHEN too_slow
-             THEN printf('takes %.1f h, over --max-hours %.1f', expected_hours, $max_hours)
-        END) AS rejected_because,
+    rejected_because,
     list_filter([
         CASE WHEN resold_from IS NOT NULL
              THEN printf('a %s machine rented through %s (not read from %s directly)',
@@ -287,15 +337,10 @@ SELECT
              THEN printf('%s reported no stock when last read (%s): ranked after the offers '
                          || 'that may be rented now', provider,
                          strftime(last_seen_at, '%Y-%m-%d %H:%M UTC')) END,
-    ], lambda x: x IS NOT NULL) AS reasons
-FROM compared
-ORDER BY
-    rejected_because IS NOT NULL,
-    availability = 'out_of_stock',
-    CASE WHEN $spot_policy = 'prefer' THEN pricing_model <> 'spot' ELSE false END,
-    CASE $objective
-        WHEN 'cost' THEN total_usd
-        WHEN 'time' THEN expected_hours
-        ELSE total_usd * expected_hours
-    END,
-    total_usd, provider, offer_key;
+    ], lambda x: x IS NOT NULL) AS reasons,
+    part, t.offers_evaluated, t.replayed_offers, t.replayed_providers, t.replayed_from,
+    t.replayed_to, t.too_old_offers
+FROM picked, totals t
+ORDER BY part, CASE WHEN part = 'ranked' THEN rank_no END,
+         coalesce(gpus_per_node, 0) * coalesce(usable_gb_per_gpu, 0) DESC, price_usd_per_hour,
+         rank_no;
