@@ -136,16 +136,6 @@ ranked AS (
         coalesce($max_hours IS NOT NULL AND expected_s / 3600 > $max_hours, false) AS too_slow
     FROM costed
 ),
-compared AS (
-    -- the same provider's on-demand run on the same machines, for spot to be measured against
-    SELECT *,
-        min(total_usd) FILTER (WHERE pricing_model = 'on_demand' AND reject_reason IS NULL
-                                 AND expected_s IS NOT NULL AND NOT too_slow)
-            OVER (PARTITION BY provider, gpu_id, gpu_count, nodes) AS od_total_usd,
-        min(price_usd_per_hour) FILTER (WHERE pricing_model = 'on_demand')
-            OVER (PARTITION BY provider, gpu_id, gpu_count) AS od_price_usd_per_hour
-    FROM ranked
-),
 scored AS (
     SELECT *,
         coalesce(reject_reason,
@@ -162,21 +152,18 @@ scored AS (
                              run_s / 3600, $max_hours)
                  WHEN too_slow
                  THEN printf('takes %.1f h, over --max-hours %.1f', expected_hours, $max_hours)
-            END) AS rejected_because
-    FROM compared
-),
-ordered AS (
-    SELECT *, row_number() OVER (ORDER BY
-            rejected_because IS NOT NULL,
-            availability = 'out_of_stock',
-            CASE WHEN $spot_policy = 'prefer' THEN pricing_model <> 'spot' ELSE false END,
-            CASE $objective
-                WHEN 'cost' THEN total_usd
-                WHEN 'time' THEN expected_hours
-                ELSE total_usd * expected_hours
-            END,
-            total_usd, provider, offer_key) AS rank_no
-    FROM scored
+            END) AS rejected_because,
+        -- the ranking: what can be rented now first, spot first when preferred, then the
+        -- objective, the total, and a stable order
+        availability = 'out_of_stock' AS no_stock,
+        CASE WHEN $spot_policy = 'prefer' THEN pricing_model <> 'spot' ELSE false END
+            AS spot_last,
+        CASE $objective
+            WHEN 'cost' THEN total_usd
+            WHEN 'time' THEN expected_hours
+            ELSE total_usd * expected_hours
+        END AS objective_value
+    FROM ranked
 ),
 totals AS (
     SELECT count(*) AS offers_evaluated,
@@ -185,25 +172,58 @@ totals AS (
            min(last_seen_at) FILTER (WHERE replayed) AS replayed_from,
            max(last_seen_at) FILTER (WHERE replayed) AS replayed_to,
            count(*) FILTER (WHERE starts_with(rejected_because, 'price last seen'))
-               AS too_old_offers,
-           min(rank_no) FILTER (WHERE rejected_because IS NULL) AS best_rank
-    FROM ordered
+               AS too_old_offers
+    FROM scored
 ),
-picked AS (
-    (SELECT *, 'ranked' AS part FROM ordered
-     WHERE rejected_because IS NULL ORDER BY rank_no LIMIT $limit)
-    UNION ALL
+best AS (
+    SELECT * FROM scored WHERE rejected_because IS NULL
+    ORDER BY no_stock, spot_last, objective_value, total_usd, provider, offer_key
+    LIMIT $limit
+),
+cheaper_rejected AS (
     -- cheaper by the hour than the winner (all of them when nothing can serve the run), the
     -- machines with the most GPU memory first (the nearest to holding the job: a big machine
     -- that is not sold as a cluster, not the smallest cards), then the cheapest
-    (SELECT s.*, 'rejected' AS part FROM ordered s, totals t
-     WHERE s.rejected_because IS NOT NULL
-       AND (t.best_rank IS NULL OR s.price_usd_per_hour
-            < (SELECT price_usd_per_hour FROM ordered WHERE rank_no = t.best_rank))
-     ORDER BY coalesce(CAST(s.gpu_count AS INTEGER), 0)
-                  * coalesce(round(s.usable_gb_per_gpu, 1), 0) DESC,
-              s.price_usd_per_hour, s.rank_no
-     LIMIT $rejected_shown)
+    SELECT * FROM scored
+    WHERE rejected_because IS NOT NULL
+      AND coalesce(price_usd_per_hour < (
+              SELECT price_usd_per_hour FROM best
+              ORDER BY no_stock, spot_last, objective_value, total_usd, provider, offer_key
+              LIMIT 1), true)
+    ORDER BY coalesce(CAST(gpu_count AS INTEGER), 0) * coalesce(round(usable_gb_per_gpu, 1), 0)
+                 DESC,
+             price_usd_per_hour, no_stock, spot_last, objective_value, total_usd, provider,
+             offer_key
+    LIMIT $rejected_shown
+),
+picked AS (
+    SELECT *, 'ranked' AS part FROM best
+    UNION ALL
+    SELECT *, 'rejected' AS part FROM cheaper_rejected
+),
+-- the same provider's on-demand run on the same machines, for a spot offer shown to be
+-- measured against
+on_demand AS (
+    SELECT provider, gpu_id, gpu_count, nodes,
+           min(total_usd) FILTER (WHERE reject_reason IS NULL AND expected_s IS NOT NULL
+                                    AND NOT too_slow) AS od_total_usd
+    FROM scored WHERE pricing_model = 'on_demand'
+    GROUP BY ALL
+),
+on_demand_price AS (
+    SELECT provider, gpu_id, gpu_count, min(price_usd_per_hour) AS od_price_usd_per_hour
+    FROM scored WHERE pricing_model = 'on_demand'
+    GROUP BY ALL
+),
+shown AS (
+    SELECT p.*, od.od_total_usd, odp.od_price_usd_per_hour
+    FROM picked p
+    LEFT JOIN on_demand od
+        ON od.provider = p.provider AND od.gpu_id IS NOT DISTINCT FROM p.gpu_id
+       AND od.gpu_count = p.gpu_count AND od.nodes IS NOT DISTINCT FROM p.nodes
+    LEFT JOIN on_demand_price odp
+        ON odp.provider = p.provider AND odp.gpu_id IS NOT DISTINCT FROM p.gpu_id
+       AND odp.gpu_count = p.gpu_count
 )
 SELECT
     provider, offer_key, gpu_id, CAST(gpu_count AS INTEGER) AS gpus_per_node, nodes,
@@ -340,7 +360,9 @@ SELECT
     ], lambda x: x IS NOT NULL) AS reasons,
     part, t.offers_evaluated, t.replayed_offers, t.replayed_providers, t.replayed_from,
     t.replayed_to, t.too_old_offers
-FROM picked, totals t
-ORDER BY part, CASE WHEN part = 'ranked' THEN rank_no END,
-         coalesce(gpus_per_node, 0) * coalesce(usable_gb_per_gpu, 0) DESC, price_usd_per_hour,
-         rank_no;
+FROM shown, totals t
+ORDER BY part,
+         CASE WHEN part = 'rejected'
+              THEN -coalesce(gpus_per_node, 0) * coalesce(usable_gb_per_gpu, 0) END,
+         CASE WHEN part = 'rejected' THEN price_usd_per_hour END,
+         no_stock, spot_last, objective_value, total_usd, provider, offer_key;
