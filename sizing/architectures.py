@@ -53,6 +53,9 @@ class Architecture(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     _blocks: list[list[Linear]] | None = PrivateAttr(default=None)
+    # sums over the blocks, kept with them: sizing reads them for every machine shape
+    _sums: dict[str, int] = PrivateAttr(default_factory=dict)
+    _block_kinds: list[int] | None = PrivateAttr(default=None)
 
     model_id: str
     aliases: tuple[str, ...] = ()
@@ -157,6 +160,8 @@ class Architecture(BaseModel):
         copy = super().model_copy(update=update, deep=deep)
         if update:
             copy._blocks = None  # the shape may have changed: rebuild the blocks
+            copy._sums = {}
+            copy._block_kinds = None
         return copy
 
     def blocks(self) -> list[list[Linear]]:
@@ -171,6 +176,15 @@ class Architecture(BaseModel):
             self._blocks = out
         return self._blocks
 
+    def block_kinds(self) -> list[int]:
+        """For each block, the index of the first block equal to it: most models repeat one
+        block, so what is computed per block is computed once per kind."""
+        if self._block_kinds is None:
+            first: dict[tuple[Linear, ...], int] = {}
+            self._block_kinds = [first.setdefault(tuple(block), i)
+                                 for i, block in enumerate(self.blocks())]
+        return self._block_kinds
+
     # ---- parameter counts ---------------------------------------------------------------
 
     @property
@@ -180,11 +194,16 @@ class Architecture(BaseModel):
     @property
     def linear_params(self) -> int:
         """Weights and biases of every linear layer inside the blocks (what 4-bit quantizes)."""
-        return sum(m.params for block in self.blocks() for m in block)
+        if "linear" not in self._sums:
+            self._sums["linear"] = sum(m.params for block in self.blocks() for m in block)
+        return self._sums["linear"]
 
     @property
     def linear_weight_params(self) -> int:
-        return sum(m.count * m.d_in * m.d_out for block in self.blocks() for m in block)
+        if "weights" not in self._sums:
+            self._sums["weights"] = sum(m.count * m.d_in * m.d_out
+                                        for block in self.blocks() for m in block)
+        return self._sums["weights"]
 
     @property
     def embedding_params(self) -> int:

@@ -236,11 +236,16 @@ def _activation_split(arch: Architecture, job: JobSpec, dtype: Dtype) -> _Activa
     blocks = arch.blocks()
 
     per_block: list[float] = []
+    kinds = arch.block_kinds()
+    seen: dict[tuple[int, int], float] = {}  # blocks repeat: count each kind once
     for i, block in enumerate(blocks):
         decoder = enc_dec and i >= n_enc
         s_self = (s_dec if decoder else s_enc) + s_kv_extra
         tokens = b * (s_dec if decoder else s_enc)
-        per_tok = _block_bytes_per_token(arch, job, block, ab, s_self, s_enc, lora)
+        shape = (kinds[i], s_self)
+        if shape not in seen:
+            seen[shape] = _block_bytes_per_token(arch, job, block, ab, s_self, s_enc, lora)
+        per_tok = seen[shape]
         cross_kv = b * s_enc * 2 * arch.kv_dim * ab if decoder else 0.0
         per_block.append(tokens * per_tok + cross_kv)
 

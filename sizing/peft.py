@@ -16,6 +16,8 @@ Counts follow Hugging Face PEFT's defaults, so they match `print_trainable_param
 
 from __future__ import annotations
 
+from functools import cache
+
 from gpuscout.sizing.architectures import Architecture, Linear
 from gpuscout.sizing.types import JobSpec
 
@@ -36,9 +38,13 @@ def lora_targeted(arch: Architecture, targets: str) -> list[Linear]:
 
 
 def _lora(arch: Architecture, job: JobSpec, dora: bool) -> int:
-    r = job.lora_rank
+    return _lora_params(arch, job.lora_targets, job.lora_rank, dora)
+
+
+@cache  # a recommendation asks it for every machine shape of the same job
+def _lora_params(arch: Architecture, targets: str, r: int, dora: bool) -> int:
     return sum(m.count * (r * (m.d_in + m.d_out) + (m.d_out if dora else 0))
-               for m in lora_targeted(arch, job.lora_targets))
+               for m in lora_targeted(arch, targets))
 
 
 def _ia3(arch: Architecture) -> int:
