@@ -95,14 +95,16 @@ def test_param_count_gives_a_generic_shape_of_about_that_size() -> None:
 
 # ---- rows added from 2024-2025 configs -------------------------------------------------
 
-def test_catalog_has_at_least_150_rows_and_no_name_twice() -> None:
+def test_catalog_has_at_least_200_rows_and_no_name_twice() -> None:
     archs = load_architectures()
-    assert len(archs) >= 150
+    assert len(archs) >= 200
     names = [n.lower() for a in archs for n in (a.model_id, *a.aliases)]
     assert len(names) == len(set(names))
     families = {a.family for a in archs}
     for fam in ("falcon3", "smollm", "smollm2", "deepseek-r1-distill", "olmo-2", "internlm-2.5",
-                "granite-3.1", "phi-1.5", "codestral"):
+                "granite-3.1", "phi-1.5", "codestral", "olmoe", "command-r", "aya", "exaone",
+                "exaone-3.5", "baichuan-2", "granite-3.0", "minitron", "mistral-large", "mt5",
+                "xlm-roberta", "distilbert", "mpnet", "minilm", "qwen-3-coder"):
         assert fam in families, fam
 
 
@@ -138,3 +140,65 @@ def test_new_aliases_resolve_to_the_row_they_share_a_config_with() -> None:
     assert lookup("Qwen/Qwen2.5-Coder-14B").model_id == "Qwen/Qwen2.5-14B"
     assert lookup("01-ai/Yi-1.5-34B").model_id == "01-ai/Yi-1.5-34B-Chat"
     assert lookup("SmolLM2-135M-Instruct").model_id == "HuggingFaceTB/SmolLM2-135M"
+
+
+# ---- rows added from saved copies of 2023-2025 configs -------------------------------
+
+def test_aya_expanse_8b_rounds_to_the_leaderboard_size() -> None:
+    a = lookup("CohereForAI/aya-expanse-8b")
+    assert a.norms_per_layer == 1 and a.tie_word_embeddings
+    assert round(a.total_params / 1e9, 3) == 8.028  # "params": 8.028 in the request file
+
+
+def test_vocab_32002_mistral_finetunes_round_to_the_leaderboard_size() -> None:
+    a = lookup("NousResearch/Nous-Hermes-2-Mistral-7B-DPO")
+    assert a is lookup("openchat/openchat_3.5")
+    base = lookup("mistralai/Mistral-7B-v0.1")
+    assert a.total_params - base.total_params == 2 * 2 * 4096  # two tokens, untied head
+    assert round(a.total_params / 1e9, 3) == 7.242  # "params": 7.242 in the request file
+
+
+def test_command_r_plus_counts_weight_only_qk_norms_over_heads() -> None:
+    plus = lookup("CohereForAI/c4ai-command-r-plus")
+    h, layers = 12288, 64
+    qk = layers * (96 * 128 + 8 * 128)
+    assert plus.norm_params == (layers * 1 + 1) * h + qk
+    assert round(plus.total_params / 1e9) == 104
+
+
+def test_olmoe_routes_8_of_64_experts_to_about_1_3b_active() -> None:
+    a = lookup("allenai/OLMoE-1B-7B-0924")
+    expert = 3 * 2048 * 1024
+    assert a.total_params - a.active_params == 16 * (64 - 8) * expert
+    assert round(a.total_params / 1e9, 2) == 6.92
+    assert round(a.active_params / 1e8) == 13
+
+
+def test_qwen3_coder_30b_equals_qwen3_30b_because_every_layer_is_moe() -> None:
+    coder = lookup("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    base = lookup("Qwen/Qwen3-30B-A3B")
+    assert coder.intermediate_size != base.intermediate_size
+    assert coder.total_params == base.total_params
+    assert coder.active_params == base.active_params
+
+
+def test_minitron_4b_width_keeps_a_q_projection_wider_than_hidden() -> None:
+    a = lookup("nvidia/Llama-3.1-Minitron-4B-Width-Base")
+    assert a.q_dim == 4096 > a.hidden_size == 3072
+    h, q, kv, f, v = 3072, 4096, 1024, 9216, 128256
+    per_layer = 2 * h * q + 2 * h * kv + 3 * h * f + 2 * h
+    assert a.total_params == 2 * v * h + 32 * per_layer + h
+
+
+def test_mpnet_counts_one_shared_relative_bias_table() -> None:
+    a = lookup("sentence-transformers/all-mpnet-base-v2")
+    assert a.other_params == 32 * 12 + 768 * 768 + 768  # relative bias + pooler
+
+
+def test_new_aliases_share_their_row() -> None:
+    assert lookup("Qwen/Qwen2.5-Math-7B").model_id == "Qwen/Qwen2.5-7B"
+    assert lookup("Qwen/Qwen2.5-Math-1.5B-Instruct").model_id == "Qwen/Qwen2.5-1.5B"
+    assert lookup("internlm/internlm2-7b").model_id == "internlm/internlm2_5-7b"
+    assert lookup("google/mt5-base").model_id == "bigscience/mt0-base"
+    assert lookup("ibm-granite/granite-3.0-2b-instruct").model_id == (
+        "ibm-granite/granite-3.1-2b-instruct")
