@@ -72,7 +72,13 @@ rates AS (
     FROM joined
 ),
 chosen AS (
-    SELECT *,
+    -- the offer's columns nothing below reads are dropped here: what is carried on through
+    -- every offer's pricing is kept narrow
+    SELECT * EXCLUDE (provider_data, source_url, instance_type, gpu_label, fractional_gpu,
+                      vram_gb, memory_type, form_factor, interconnect_gbps, network,
+                      network_gbps, price_kind, currency, price_per_hour, geography, zone,
+                      vcpus, ram_gb, disk_gb, available_count, observed_at, valid_from,
+                      opened_by_run, provider_last_success_at),
         -- an interruption of any machine stops the whole job
         machine_interrupts_per_hour * nodes AS spot_interrupts_per_hour,
         -- a notice long enough to write a checkpoint saves the work since the last one
