@@ -213,7 +213,8 @@ def _option(option: Any, capture: Capture) -> ParsedOffer | Reject:
         return _reject(option, f"rental option is not an object: {type(option).__name__}")
     raw = {k: v for k, v in option.items() if k != SUPPLIER_COST}
     gpu, form, region = (option.get(f) for f in ("gpuType", "gpuFormFactor", "region"))
-    if not all(isinstance(v, str) and v.strip() for v in (gpu, form, region)):
+    if not (isinstance(gpu, str) and gpu.strip() and isinstance(form, str) and form.strip()
+            and isinstance(region, str) and region.strip()):
         return _reject(raw, "rental option without gpuType, gpuFormFactor and region")
     count = _count(option.get("gpuCount"))
     if not count:
