@@ -17,6 +17,7 @@ serves big archived files as a stream.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -37,6 +38,7 @@ from gpuscout.adapters.redaction import redact_url
 from gpuscout.core.errors import FetchError
 
 MANIFEST = "manifest.json"
+MANIFEST_LOCK = ".manifest.lock"
 # Response headers worth keeping: what the body is, when it changed, and rate-limit state.
 # Content-Length and Content-Encoding are dropped: the archived body is already decoded.
 KEPT_HEADERS = ("content-type", "date", "etag", "last-modified", "retry-after",
@@ -190,6 +192,14 @@ class ArchiveWriter:
     def write(self, capture: Capture, request_sha256: str | None = None) -> ArchiveEntry:
         pdir = self.root / capture.provider
         pdir.mkdir(parents=True, exist_ok=True)
+        # Parts of one provider may be fetched at once (threads or processes): the manifest is
+        # read, extended and rewritten under an exclusive lock, so no entry is lost.
+        with open(pdir / MANIFEST_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._write_locked(pdir, capture, request_sha256)
+
+    def _write_locked(self, pdir: Path, capture: Capture,
+                      request_sha256: str | None) -> ArchiveEntry:
         entries = read_manifest(pdir)
         name = (f"{len(entries):03d}_{_slug(capture.url)}"
                 f"{_extension(capture.headers.get('content-type'))}")

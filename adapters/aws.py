@@ -101,25 +101,54 @@ def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
     A region file or spot feed that cannot be read is skipped (parse() then reports the refresh
     incomplete); the two indexes are needed for anything at all, so their errors propagate.
     """
-    offer_index = client.get(OFFER_INDEX_URL)
-    region_index = client.get(_region_index_url(offer_index))
-    captures = [offer_index, region_index]
+    head, parts = fetch_parts(client, creds)
+    captures = list(head)
     skipped: list[str] = []
-    for region, url in _region_csv_urls(region_index):
-        try:
-            captures.append(client.download(url))
-        except FetchError as exc:
-            skipped.append(region)
-            logger.warning("aws: region %s not read: %s", region, exc)
-    for url in (SPOT_PRICES_URL, SPOT_ADVISOR_URL):
-        try:
-            captures.append(client.get(url))
-        except FetchError as exc:
-            skipped.append(url)
-            logger.warning("aws: %s not read: %s", url, exc)
+    for part in parts:
+        got = fetch_part(client, creds, head, part)
+        captures += got
+        if not got:
+            skipped.append(part)
     if skipped:
         logger.warning("aws: %d source(s) not read: %s", len(skipped), ", ".join(skipped))
     return captures
+
+
+# -- fetching in parts (a scaled-out refresh fetches each part in its own task) ---------------
+
+SPOT_PART = "spot"
+
+
+def fetch_parts(client: HttpClient, creds: Mapping[str, str]) -> tuple[list[Capture], list[str]]:
+    """The two indexes, and the parts the rest is fetched in: one per region, then the spot
+    feeds. `fetch` is these parts fetched in turn."""
+    offer_index = client.get(OFFER_INDEX_URL)
+    region_index = client.get(_region_index_url(offer_index))
+    return ([offer_index, region_index],
+            [region for region, _ in _region_csv_urls(region_index)] + [SPOT_PART])
+
+
+def fetch_part(client: HttpClient, creds: Mapping[str, str], head: Sequence[Capture],
+               part: str) -> list[Capture]:
+    """One part: a region's offer file, or the two spot feeds. What cannot be read is left
+    out with a warning (parse() then reports the refresh incomplete)."""
+    if part == SPOT_PART:
+        captures: list[Capture] = []
+        for url in (SPOT_PRICES_URL, SPOT_ADVISOR_URL):
+            try:
+                captures.append(client.get(url))
+            except FetchError as exc:
+                logger.warning("aws: %s not read: %s", url, exc)
+        return captures
+    urls = dict(_region_csv_urls(head[1]))
+    if part not in urls:
+        raise FetchError(f"aws: no region {part!r} in the region index", provider=NAME,
+                         transient=False)
+    try:
+        return [client.download(urls[part])]
+    except FetchError as exc:
+        logger.warning("aws: region %s not read: %s", part, exc)
+        return []
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:

@@ -16,18 +16,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import wait
+from prefect.futures import PrefectFuture, wait
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from gpuscout.adapters.archive import ArchiveWriter, ReplayTransport
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import GpuscoutError
 from gpuscout.flows.run_summary import run_summary_markdown
+from gpuscout.pipeline.collect_parts import Fetched, Head, fetch_head, fetch_one, finish, in_parts
 from gpuscout.pipeline.refresh import (
     Collected,
     CollectOutcome,
@@ -70,15 +72,91 @@ def collect_provider(provider: str, source: Source, fx: dict[str, float]) -> Col
                    settings=Settings(), catalog=load_catalog(), fx=fx)
 
 
+def _transport(source: Source) -> ReplayTransport | None:
+    return ReplayTransport(source.replay_dir) if source.replay_dir else None
+
+
+def _recorder(source: Source) -> ArchiveWriter | None:
+    return ArchiveWriter(source.record_dir) if source.record_dir else None
+
+
+@task(name="collect-head", task_run_name="collect {provider} (indexes)",
+      retries=len(RETRY_DELAYS_S), retry_delay_seconds=RETRY_DELAYS_S,
+      retry_condition_fn=_retry_only_transient, timeout_seconds=PROVIDER_TIMEOUT_S,
+      cache_policy=NO_CACHE, persist_result=False)
+def collect_head(provider: str, source: Source) -> Head:
+    """What every part of a provider fetched in parts needs (AWS: the two indexes)."""
+    return fetch_head(provider, source=source, transport=_transport(source),
+                      recorder=_recorder(source))
+
+
+@task(name="collect-part", task_run_name="collect {provider} {part}",
+      retries=len(RETRY_DELAYS_S), retry_delay_seconds=RETRY_DELAYS_S,
+      retry_condition_fn=_retry_only_transient, timeout_seconds=PROVIDER_TIMEOUT_S,
+      cache_policy=NO_CACHE, persist_result=False)
+def collect_part(provider: str, head: Head, part: str, source: Source) -> Fetched:
+    """One part of a provider (AWS: one region's offer file, or the spot feeds)."""
+    return fetch_one(provider, head, part, source=source, transport=_transport(source),
+                     recorder=_recorder(source))
+
+
+@task(name="collect-parse", task_run_name="parse {provider}", cache_policy=NO_CACHE,
+      persist_result=False)
+def parse_parts(provider: str, head: Head, parts: list[Fetched],
+                fx: dict[str, float]) -> Collected:
+    """Parse, normalize and gate a provider fetched in parts, as one."""
+    return finish(provider, head, parts, settings=Settings(), catalog=load_catalog(), fx=fx)
+
+
 def in_tasks(names: Sequence[str], *, source: Source,
              fx: Mapping[str, float]) -> list[CollectOutcome]:
-    """The refresh's collector: one Prefect task run per provider, all at once."""
+    """The refresh's collector: one Prefect task run per provider, all at once; a provider
+    whose adapter fetches in parts (AWS) gets a task per part (region), then one that parses
+    them together, so its regions download side by side."""
     started = now_utc()
-    futures = [collect_provider.with_options(tags=[f"provider:{name}"]).submit(
-        name, source, dict(fx)) for name in names]
-    wait(futures)
-    return [CollectOutcome(name, started, future.result(raise_on_failure=False))
-            for name, future in zip(names, futures, strict=True)]
+    futures: dict[str, PrefectFuture[Any]] = {}
+    heads: dict[str, PrefectFuture[Head]] = {}
+    for name in names:
+        tagged = [f"provider:{name}"]
+        if in_parts(name):
+            heads[name] = collect_head.with_options(tags=tagged).submit(name, source)
+        else:
+            futures[name] = collect_provider.with_options(tags=tagged).submit(
+                name, source, dict(fx))
+    for name, head_future in heads.items():
+        wait([head_future])
+        if not head_future.state.is_completed():
+            futures[name] = head_future  # the indexes failed: nothing else can be fetched
+            continue
+        head = head_future.result()
+        tagged = [f"provider:{name}"]
+        parts = [collect_part.with_options(tags=tagged).submit(name, head, part, source)
+                 for part in head.parts]
+        futures[name] = parse_parts.with_options(tags=tagged).submit(
+            name, head, parts, dict(fx))  # type: ignore[arg-type]  # futures resolve to parts
+    wait(list(futures.values()))
+    return [CollectOutcome(name, started, futures[name].result(raise_on_failure=False))
+            for name in names]
+
+
+TaskRunnerName = Literal["threads", "dask"]
+
+
+def task_runner(name: TaskRunnerName = "threads", *, dask_address: str | None = None,
+                workers: int = 2) -> Any:
+    """The runner the collect tasks run on: Prefect's thread pool, or Dask (prefect-dask):
+    an existing cluster at `dask_address`, else a local one on loopback with `workers`
+    in-process workers (captures pass between tasks in memory)."""
+    if name == "threads":
+        return ThreadPoolTaskRunner()
+    from prefect_dask.task_runners import DaskTaskRunner  # only a Dask run imports it
+
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 4,
+                                          "processes": False, "protocol": "tcp",
+                                          "host": "127.0.0.1",
+                                          "dashboard_address": None})
 
 
 def night_archive(archive_root: str | None, night: str) -> Path | None:
@@ -137,10 +215,19 @@ def nightly_refresh(providers: list[str] | None = None, db: str | None = None,
     return result
 
 
+def run_nightly(runner: TaskRunnerName = "threads", *, dask_address: str | None = None,
+                **params: Any) -> dict[str, Any]:
+    """The nightly flow on the chosen task runner (`nightly_refresh`'s parameters as keywords)."""
+    on = nightly_refresh.with_options(task_runner=task_runner(runner, dask_address=dask_address))
+    return cast(dict[str, Any], on(**params))
+
+
 if __name__ == "__main__":
     import json
     import sys
 
-    # Run the whole flow once, locally, on the bundled snapshots (the README's flow command).
+    # Run the whole flow once, locally, on the bundled snapshots (the README's flow command);
+    # --dask runs the collect tasks on a local Dask cluster, --live fetches live.
     offline = "--live" not in sys.argv
-    print(json.dumps(nightly_refresh(offline=offline), indent=1))
+    print(json.dumps(run_nightly("dask" if "--dask" in sys.argv else "threads",
+                                 offline=offline), indent=1))

@@ -26,7 +26,12 @@ import duckdb
 import httpx
 from pydantic import BaseModel
 
-from gpuscout.adapters.archive import REPLAY_PLACEHOLDER, ArchiveWriter, ReplayTransport
+from gpuscout.adapters.archive import (
+    REPLAY_PLACEHOLDER,
+    ArchiveWriter,
+    Capture,
+    ReplayTransport,
+)
 from gpuscout.adapters.base import Adapter
 from gpuscout.adapters.fx import FX_SOURCE, FxTable, fetch_rates, parse_rates
 from gpuscout.adapters.http import HttpClient
@@ -329,7 +334,15 @@ def collect(name: str, *, source: Source, transport: httpx.BaseTransport | None,
                     secrets=tuple(creds.values())) as client:
         captures = adapter.fetch(client, creds)
     fetch_errors = [redact_text(str(e)) for e in client.errors]
-    parsed = adapter.parse(captures)
+    return collected(name, started, captures, fetch_errors, settings=settings, catalog=catalog,
+                     fx=fx)
+
+
+def collected(name: str, started: datetime, captures: Sequence[Capture],
+              fetch_errors: list[str], *, settings: Settings, catalog: Catalog,
+              fx: Mapping[str, float] = USD_ONLY) -> Collected:
+    """Parse, normalize and gate what was fetched of one provider (in one go or in parts)."""
+    parsed = get_adapter(name).parse(captures)
     norm = normalize(parsed.offers, catalog, fx)
     gated = gate_rows(norm.offers, settings)
     return Collected(provider=name, started_at=started, captures=len(captures),
