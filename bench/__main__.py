@@ -13,8 +13,8 @@ environments (both gitignored) and re-runs itself in the first:
   pyarrow then imports; a user's gpuscout install does not have it).
 
 The project's own requirements are untouched. Sections: parse, load, history, queries, cli,
-probes (in that order; queries needs history's warehouse, cli and probes the queries one). Raw
-results: bench/out/results.json.
+copy, runners (in that order; queries needs history's warehouse, cli the queries one); probes
+(the earlier proposals, now shipped) run only when asked. Raw results: bench/out/results.json.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ REPO = BENCH.parent
 VENV = BENCH / ".venv"
 VENV_CLI = BENCH / ".venv-cli"
 REQUIREMENTS = BENCH / "requirements.txt"
-SECTIONS = ("parse", "load", "history", "queries", "cli", "probes")
+SECTIONS = ("parse", "load", "history", "queries", "cli", "copy", "runners")
 
 
 def _stamp(*files: Path) -> str:
@@ -71,7 +71,8 @@ def bootstrap() -> None:
 
 def main() -> None:  # noqa: C901 - one branch per benchmark section and option
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these sections")
+    ap.add_argument("--only", nargs="+", choices=(*SECTIONS, "probes"),
+                    help="run only these sections (probes: the older proposals, on demand)")
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--sizes", help="parse file sizes, MB (default 100,1000,3000)")
     ap.add_argument("--parse-runs", type=int, default=3)
@@ -83,6 +84,11 @@ def main() -> None:  # noqa: C901 - one branch per benchmark section and option
     ap.add_argument("--query-runs", type=int, default=20)
     ap.add_argument("--query-procs", type=int, default=3)
     ap.add_argument("--cli-runs", type=int, default=10)
+    ap.add_argument("--copy-sizes", default="100,1000,10000",
+                    help="warehouse sizes for the copy-and-swap bench, MB")
+    ap.add_argument("--copy-runs", type=int, default=3)
+    ap.add_argument("--sim-providers", type=int, default=100)
+    ap.add_argument("--sim-latency", type=float, default=0.5)
     ap.add_argument("--report", action="store_true",
                     help="only rewrite the RESULTS file from the saved results.json")
     ap.add_argument("--no-install", action="store_true",
@@ -95,6 +101,8 @@ def main() -> None:  # noqa: C901 - one branch per benchmark section and option
     from bench.report import closing_note, render
 
     quick = args.quick
+    if quick:  # small sizes everywhere
+        args.copy_sizes, args.sim_providers, args.sim_latency = "20,100", 10, 0.1
     sizes = args.sizes or ("20,60" if quick else "100,1000,3000")
     offers = args.offers or (100_000 if quick else 1_000_000)
     nights = args.nights or (10 if quick else 365)
@@ -148,6 +156,15 @@ def main() -> None:  # noqa: C901 - one branch per benchmark section and option
                 sys.exit("bench: queries needs the history warehouse: run the history section")
             res["queries"] = bench_queries(history_db, WORK, n_offers=query_offers,
                                            runs=args.query_runs, procs=args.query_procs)
+        elif section == "copy":
+            from bench.copy_cost import bench_copy
+
+            res["copy"] = bench_copy([int(x) for x in args.copy_sizes.split(",")],
+                                     args.copy_runs)
+        elif section == "runners":
+            from bench.runners import bench_runners
+
+            res["runners"] = bench_runners(args.sim_providers, args.sim_latency)
         elif section == "probes":
             from bench.probes import bench_probes
 
