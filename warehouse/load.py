@@ -8,7 +8,7 @@ a provider's refresh commits all-or-nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -91,28 +91,30 @@ def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: 
     con.register("incoming", offers)
     try:
         con.execute(statement("stage_offers"))
+        con.execute("CREATE OR REPLACE TEMP TABLE keep_open AS "
+                    "SELECT unnest($1::VARCHAR[]) AS offer_key", [sorted(set(keep_open))])
+        older = con.execute(statement("older_than_stored"), [provider]).fetchone()
+        if offers.num_rows and older:
+            raise OutOfOrderError(
+                f"{provider}: data observed at {older[0]:%Y-%m-%d %H:%M} is older than "
+                f"the stored state ({older[1]:%Y-%m-%d %H:%M}); refusing to rewrite history")
+        row = con.execute(statement("merge_counts"), [provider]).fetchone()
+        assert row is not None
+        new, changed, unchanged, vanished = (int(x) for x in row)
+        observed = con.execute("SELECT max(observed_at) FROM stage").fetchone()
+        con.execute(statement("merge_close_changed"), [provider, run_id])
+        closed = 0
+        if complete and observed and observed[0] is not None:
+            con.execute(statement("merge_close_vanished"), [provider, run_id, observed[0]])
+            closed = vanished
+        con.execute(statement("merge_touch_seen"), [provider])
+        con.execute(statement("merge_touch_unchanged"), [provider])
+        con.execute(statement("merge_insert_versions"), [provider, run_id])
+        return MergeCounts(new=new, changed=changed, unchanged=unchanged, closed=closed)
     finally:
+        with suppress(duckdb.Error):  # a failed transaction drops it with its rollback
+            con.execute("DROP VIEW IF EXISTS stage")
         con.unregister("incoming")
-    con.execute("CREATE OR REPLACE TEMP TABLE keep_open AS "
-                "SELECT unnest($1::VARCHAR[]) AS offer_key", [sorted(set(keep_open))])
-    older = con.execute(statement("older_than_stored"), [provider]).fetchone()
-    if offers.num_rows and older:
-        raise OutOfOrderError(
-            f"{provider}: data observed at {older[0]:%Y-%m-%d %H:%M} is older than "
-            f"the stored state ({older[1]:%Y-%m-%d %H:%M}); refusing to rewrite history")
-    row = con.execute(statement("merge_counts"), [provider]).fetchone()
-    assert row is not None
-    new, changed, unchanged, vanished = (int(x) for x in row)
-    observed = con.execute("SELECT max(observed_at) FROM stage").fetchone()
-    con.execute(statement("merge_close_changed"), [provider, run_id])
-    closed = 0
-    if complete and observed and observed[0] is not None:
-        con.execute(statement("merge_close_vanished"), [provider, run_id, observed[0]])
-        closed = vanished
-    con.execute(statement("merge_touch_seen"), [provider])
-    con.execute(statement("merge_touch_unchanged"), [provider])
-    con.execute(statement("merge_insert_versions"), [provider, run_id])
-    return MergeCounts(new=new, changed=changed, unchanged=unchanged, closed=closed)
 
 
 def close_provider(con: duckdb.DuckDBPyConnection, provider: str, *, run_id: str,

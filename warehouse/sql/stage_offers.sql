@@ -1,8 +1,9 @@
 -- Stage one provider's incoming offers with the hash of everything that makes a new version.
 -- Availability, provider_data, source_url, observed_at and the USD conversions are left out:
 -- they describe the current state (or today's FX rate), not a change of the offer. The column
--- list is the one migration 0004 rehashed stored rows with: change both together.
-CREATE OR REPLACE TEMP TABLE stage AS
+-- list is the one migration 0004 rehashed stored rows with: change both together. A view over
+-- the registered Arrow table, not a copy: the new versions are written once, from Arrow.
+CREATE OR REPLACE TEMP VIEW stage AS
 SELECT
     i.*,
     CAST(hash(instance_type, gpu_label, gpu_id, gpu_count, fractional_gpu, vram_gb,
