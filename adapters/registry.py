@@ -26,6 +26,7 @@ PROVIDERS: dict[str, str] = {
     "hotaisle": "hotaisle",
     "hyperbolic": "hyperbolic",
     "hyperstack": "hyperstack",
+    "ibmcloud": "ibmcloud",
     "jarvislabs": "jarvislabs",
     "lambda": "lambdalabs",
     "latitude": "latitude",
