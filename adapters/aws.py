@@ -3,10 +3,13 @@ feed, and interruption bands from Spot Advisor. No credentials.
 
 fetch() follows the price list's own index chain: offer index -> EC2 region index -> one CSV offer
 file per region. Those files run from MBs to GBs (us-east-1), so each is streamed to disk with
-`HttpClient.download` and parse() reads it line by line with `csv`, in constant memory. It keeps
-a row only when it is a Linux, shared-tenancy, on-demand hourly price of a GPU instance (the
-filter is `ROW_FILTER`); everything else in the file - Windows, dedicated hosts, reserved terms,
-capacity blocks and reservations, storage, CPU machines - is skipped.
+`HttpClient.download` and parse() reads it in constant memory: 8 MB binary blocks, in which
+bytes.find picks the lines holding every ROW_FILTER value and only those are decoded and read as
+CSV (on two processes for a big file; see `_Scan`); a block with a quoted newline, or anything
+else the scan cannot vouch for, is read line by line with `csv` from there on. It keeps a row
+only when it is a Linux, shared-tenancy, on-demand hourly price of a GPU instance (the filter is
+`ROW_FILTER`); everything else in the file - Windows, dedicated hosts, reserved terms, capacity
+blocks and reservations, storage, CPU machines - is skipped.
 
 GPU model and count come from the alias table (`pipeline/data/gpu_aliases.csv`, provider `aws`,
 one row per instance type); a row AWS itself files under Instance Family "GPU instance" but the
@@ -19,16 +22,24 @@ document says so (`adapters/aws_network.csv`, a source per row).
 from __future__ import annotations
 
 import csv
+import fcntl
+import io
 import json
 import logging
+import os
+import pickle
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import signal
+import struct
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import islice
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
@@ -88,6 +99,10 @@ REQUIRED_COLUMNS = (
 )
 # The offer file starts with a few "name","value" metadata lines, then the header row.
 HEADER_SEARCH_ROWS = 20
+# The block scan of a quoted offer file (`_Scan`):
+SCAN_BLOCK = 8 << 20  # bytes a process holds at a time, whatever the file's size
+PARALLEL_FROM = 64 << 20  # smaller files are scanned in this process alone
+PIPE_BYTES = 1 << 20  # the helper scans on while this much of its results waits
 REGION_CSV_RE = re.compile(rf"/offers/v1\.0/aws/{OFFER_CODE}/[^/]+/(?P<region>[^/]+)/index\.csv$")
 SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GiB|GB|TiB|TB)\s*$", re.IGNORECASE)
 STORAGE_RE = re.compile(r"^\s*(\d+)\s*x\s*(\d+(?:\.\d+)?)\b")
@@ -272,19 +287,48 @@ class _Collector(OneOfferPerKey):
                                    offer_key=offer_key))
 
 
-def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs]) -> int:
-    """Read one region's offer file into `out`; return how many data lines it has."""
+def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs], *,
+                      block_size: int = SCAN_BLOCK, parallel_from: int = PARALLEL_FROM) -> int:
+    """Read one region's offer file into `out`; return 0 when it has no data line.
+
+    A file whose values are quoted (every AWS offer file) is scanned in binary blocks
+    (`_scan_block`), on two processes when it is big and the machine allows it (`_Scan`); the
+    rows come out in file order, the same rows `_parse_offer_lines` (the text-line loop) finds.
+    From a block the scan cannot vouch for (a line with an odd number of quotes, i.e. a quoted
+    newline; a bare CR; bytes that are not UTF-8; a candidate line that is no plain CSV record)
+    to the end, the file is read by the text-line loop. An unquoted file is read by that loop.
+    """
+    start = 0
+
+    def counted(lines: Iterator[str]) -> Iterator[str]:
+        nonlocal start
+        for line in lines:
+            start += len(line.encode())
+            yield line
+
     lines = capture.iter_lines()
-    meta, header, quoted = _read_preamble(lines, capture)
-    col = {name: i for i, name in enumerate(header)}
-    missing = [c for c in REQUIRED_COLUMNS if c not in col]
-    if missing:
-        raise parse_error(NAME, capture, f"offer file has no '{missing[0]}' column", missing[0],
-                          snippet=",".join(header)[:SNIPPET])
-    width = len(header)
-    key_columns = itemgetter(*(col[name] for name in ROW_FILTER))
-    wanted = tuple(ROW_FILTER.values())
-    i_family, i_type = col["Product Family"], col["Instance Type"]
+    try:
+        meta, header, quoted = _read_preamble(counted(lines), capture)
+    finally:
+        lines.close()  # type: ignore[attr-defined]  # a generator: closes the file
+    if not quoted:
+        return _parse_offer_lines(capture, out, specs)
+    rows = _Rows(capture, meta, header, out, specs)
+    scan = _Scan(capture, start, block_size, rows, parallel=capture.size >= parallel_from)
+    return scan.run()
+
+
+def _parse_offer_lines(capture: Capture, out: _Collector, specs: dict[str, _Specs],
+                       start: int | None = None, rows: _Rows | None = None) -> int:
+    """The text-line loop: every line decoded, `_candidate_lines` picks, `csv` parses. Reads
+    the whole file, or (with `start`, a record's first byte, and `rows`) from there on.
+    Returns how many non-blank data lines it read."""
+    lines = capture.iter_lines() if start is None else _lines_from(capture, start)
+    if rows is None:
+        meta, header, quoted = _read_preamble(lines, capture)
+        rows = _Rows(capture, meta, header, out, specs)
+    else:
+        quoted = True
     data_lines = 0
 
     def counted(body: Iterator[str]) -> Iterator[str]:
@@ -295,20 +339,18 @@ def _parse_offer_file(capture: Capture, out: _Collector, specs: dict[str, _Specs
 
     body = counted(lines)
     try:
-        for row in csv.reader(_candidate_lines(body) if quoted else body):
-            if len(row) != width:
-                if row:
-                    out.reject(f"row has {len(row)} columns, the header {width}",
-                               ",".join(row))
-                continue
-            if key_columns(row) != wanted or row[i_family] not in PRODUCT_FAMILIES:
-                continue
-            if row[i_type]:
-                _on_demand_row(dict(zip(header, row, strict=True)), capture, meta, out, specs)
+        rows.take(csv.reader(_candidate_lines(body) if quoted else body))
     except (csv.Error, UnicodeDecodeError) as exc:
         raise parse_error(NAME, capture,
                           f"offer file is not CSV after line {data_lines}: {exc}") from None
     return data_lines
+
+
+def _lines_from(capture: Capture, start: int) -> Iterator[str]:
+    with capture.open() as raw:
+        raw.seek(start)
+        with io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
+            yield from text
 
 
 def _read_preamble(lines: Iterator[str],
@@ -348,6 +390,302 @@ def _candidate_lines(lines: Iterator[str]) -> Iterator[str]:
             yield line
     if pending:
         yield pending
+
+
+class _Rows:
+    """The header's columns and what becomes of a parsed row: a reject when its width is not
+    the header's, an offer when it passes ROW_FILTER, nothing otherwise."""
+
+    def __init__(self, capture: Capture, meta: dict[str, str], header: list[str],
+                 out: _Collector, specs: dict[str, _Specs]) -> None:
+        col = {name: i for i, name in enumerate(header)}
+        missing = [c for c in REQUIRED_COLUMNS if c not in col]
+        if missing:
+            raise parse_error(NAME, capture, f"offer file has no '{missing[0]}' column",
+                              missing[0], snippet=",".join(header)[:SNIPPET])
+        self.capture, self.meta, self.header, self.out, self.specs = (
+            capture, meta, header, out, specs)
+        self.width = len(header)
+        self.key_columns = itemgetter(*(col[name] for name in ROW_FILTER))
+        self.wanted = tuple(ROW_FILTER.values())
+        self.wanted_quoted = tuple(f'"{v}"' for v in self.wanted)
+        self.i_family, self.i_type = col["Product Family"], col["Instance Type"]
+
+    def take(self, rows: Iterable[list[str]]) -> None:
+        width = self.width
+        for row in rows:
+            if len(row) != width:
+                if row:
+                    self.out.reject(f"row has {len(row)} columns, the header {width}",
+                                    ",".join(row))
+                continue
+            if self.key_columns(row) != self.wanted or row[self.i_family] not in PRODUCT_FAMILIES:
+                continue
+            if row[self.i_type]:
+                _on_demand_row(dict(zip(self.header, row, strict=True)), self.capture, self.meta,
+                               self.out, self.specs)
+
+    def matters(self, row: list[str]) -> bool:
+        """Whether `take` does anything with the row (what a scan may not drop)."""
+        if len(row) != self.width:
+            return bool(row)
+        return self.key_columns(row) == self.wanted and row[self.i_family] in PRODUCT_FAMILIES
+
+
+# -- the block scan of a quoted offer file ------------------------------------------------------
+
+_NEEDLES = tuple(n.encode() for n in LINE_NEEDLES)
+# The rarest needle without its closing quote: a last byte other than '"' (the commonest byte
+# of the file) lets bytes.find skip ahead.
+_FIRST = _NEEDLES[0][:-1]
+_QUOTES_AND_NEWLINES = bytes(b for b in range(256) if b not in b'"\n')
+_FAMILIES_QUOTED = frozenset(f'"{f}"' for f in PRODUCT_FAMILIES)
+_NOT_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]")
+_IRREGULAR = None  # a block the scan cannot vouch for
+
+
+def _scan_block(buf: bytes | bytearray, rows: _Rows) -> list[list[str]] | None:
+    """The rows of one block of whole lines that `_Rows.take` does anything with, in order; or
+    None where the text-line loop may find other rows here or after.
+
+    The text-line loop keeps each line holding every needle and joins a line of odd quote count
+    with the next ones, so on a block in which every line has an even quote count it keeps
+    exactly the lines holding every needle. Those are found with bytes.find and only they are
+    decoded.
+    """
+    if not buf.isascii():
+        try:
+            buf.decode()
+        except UnicodeDecodeError:
+            return _IRREGULAR  # the text-line loop raises its parse error there
+    if b"\r" in buf and buf.count(b"\r") != buf.count(b"\r\n"):
+        return _IRREGULAR  # a bare CR ends a text line too
+    # Each line's quotes, the other bytes gone: a line of odd count leaves one quote unpaired.
+    quotes = buf.translate(None, _QUOTES_AND_NEWLINES)
+    if len(quotes) - quotes.count(b"\n") != 2 * quotes.count(b'""'):
+        return _IRREGULAR
+    found: list[list[str]] = []
+    find, rfind, end = buf.find, buf.rfind, len(buf)
+    n1, n2, n3, n4, n5 = _NEEDLES
+    i = find(_FIRST)
+    while i >= 0:
+        stop = find(b"\n", i) + 1 or end
+        line = buf[rfind(b"\n", 0, i) + 1:stop]
+        if n1 in line and n2 in line and n3 in line and n4 in line and n5 in line:
+            row = _record(line.decode(), rows)
+            if row is _IRREGULAR:
+                return _IRREGULAR
+            if row:
+                found.append(row)
+        i = find(_FIRST, stop)
+    return found
+
+
+def _record(line: str, rows: _Rows) -> list[str] | None:
+    """The row of one candidate line when `rows` does anything with it, [] when not; None when
+    the line does not end where its CSV record does (a record `csv` would carry on into the
+    next candidate line)."""
+    body = line.removesuffix("\n").removesuffix("\r")
+    fields = _plain_fields(body)
+    if fields is not None:  # each field "..." or empty: compare the quoted values first
+        if (len(fields) == rows.width and (rows.key_columns(fields) != rows.wanted_quoted
+                                           or fields[rows.i_family] not in _FAMILIES_QUOTED)):
+            return []
+        return body.replace('"', "").split(",")
+    try:
+        parsed = list(csv.reader((line, "\n")))
+    except csv.Error:
+        return _IRREGULAR
+    # A record that ends with the line leaves the "\n" after it as a blank row of its own.
+    if len(parsed) != 2 or parsed[1]:
+        return _IRREGULAR
+    return parsed[0] if rows.matters(parsed[0]) else []
+
+
+def _plain_fields(body: str) -> list[str] | None:
+    """A line's fields still quoted (its end of line cut off), when every field is empty or a
+    quoted value without quotes, commas, CR, LF or NUL inside (then `csv` reads the values
+    between the quotes); else None.
+
+    Split at commas, n fields of which e empty: when n - e of them start with a quote, n - e end
+    with one, none is a lone quote and the line has 2 (n - e) quotes, each non-empty field holds
+    exactly its two enclosing quotes.
+    """
+    if "\r" in body or "\n" in body or "\0" in body:
+        return None
+    fields = body.split(",")
+    quoted = len(fields) - fields.count("")
+    if ('"' in fields or body.count('"') != 2 * quoted
+            or body.count(',"') + body.startswith('"') != quoted
+            or body.count('",') + body.endswith('"') != quoted):
+        return None
+    return fields
+
+
+def _has_data(buf: bytes | bytearray) -> bool:
+    """Whether a block of lines holds a non-blank one (what the text-line loop counts)."""
+    m = _NOT_BLANK.search(buf)
+    if m is None:
+        return False
+    return buf[m.start()] < 0x80 or not buf.decode(errors="replace").isspace()
+
+
+class _Scan:
+    """The scan of one quoted offer file from `start` (its first data line) in blocks of whole
+    lines: block k holds the lines that start in [start + k * size, start + (k + 1) * size).
+
+    With a helper process (os.fork, on a machine with two or more CPUs, from a process with no
+    other thread), the two take the next unscanned block in turn from a shared counter and the
+    helper sends its results over a pipe; this process hands every block's rows to `_Rows.take`
+    in block order, so the offers, rejects and their order are the one-process ones. Each
+    process holds one block and the pipe a bounded amount: memory does not grow with the file.
+    """
+
+    def __init__(self, capture: Capture, start: int, size: int, rows: _Rows,
+                 parallel: bool) -> None:
+        self.capture, self.start, self.size, self.rows = capture, start, size, rows
+        self.end = capture.size
+        self.blocks = max(0, -(-(self.end - start) // size))
+        self.parallel = parallel and self.blocks > 1 and _can_fork()
+        self.has_data = False
+        self._file: BinaryIO | None = None  # this process's own handle and block buffer
+        self._buf = bytearray()
+
+    def run(self) -> int:
+        if not self.parallel:
+            return self._serial()
+        counter_r, counter_w = os.pipe()
+        results_r, results_w = os.pipe()
+        with suppress(OSError, AttributeError):  # room for a few blocks' rows (Linux)
+            fcntl.fcntl(results_w, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        os.write(counter_w, struct.pack("q", 0))
+        pid = os.fork()
+        if pid == 0:  # the helper: scan, send, and leave without running anything of the parent
+            code = 1
+            self._file = None  # not the parent's: a shared file offset
+            try:
+                os.close(results_r)
+                with os.fdopen(results_w, "wb") as sink:
+                    for k in iter(lambda: _take(counter_r, counter_w), None):
+                        if k >= self.blocks:
+                            break
+                        pickle.dump((k, self._scan(k)), sink)
+                        sink.flush()
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(results_w)
+        try:
+            with os.fdopen(results_r, "rb") as source:
+                return self._merge(source, counter_r, counter_w)
+        finally:
+            self._close()
+            os.close(counter_r)
+            os.close(counter_w)
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+    def _serial(self) -> int:
+        for k in range(self.blocks):
+            if self._hand_on(k, self._scan(k)):
+                break
+        self._close()
+        return int(self.has_data)
+
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _merge(self, source: BinaryIO, counter_r: int, counter_w: int) -> int:
+        """Take blocks as the helper does; hand on the helper's (those between the last block
+        handed on and the one just taken) and then this one, in order."""
+        done = 0  # blocks handed on
+        while done < self.blocks:
+            k = _take(counter_r, counter_w)
+            mine = self._scan(k) if k < self.blocks else None
+            while done < min(k, self.blocks):
+                try:
+                    got, result = pickle.load(source)
+                except (EOFError, pickle.UnpicklingError):  # the helper is gone: read here
+                    got, result = done, self._scan(done)
+                if got != done:
+                    raise RuntimeError(f"aws: block {got} came before block {done}")
+                if self._hand_on(done, result):
+                    return int(self.has_data)
+                done += 1
+            if mine is not None:
+                if self._hand_on(k, mine):
+                    return int(self.has_data)
+                done += 1
+        return int(self.has_data)
+
+    def _hand_on(self, k: int, result: tuple[bool, list[list[str]] | None]) -> bool:
+        """Block k's rows to `_Rows`; True when the text-line loop took over to the end."""
+        has_data, found = result
+        if found is None:
+            offset = self._line_start(k)
+            self.has_data |= bool(_parse_offer_lines(self.capture, self.rows.out,
+                                                     self.rows.specs, offset, self.rows))
+            return True
+        self.has_data |= has_data
+        self.rows.take(found)
+        return False
+
+    def _scan(self, k: int) -> tuple[bool, list[list[str]] | None]:
+        buf = self._block(k)
+        return _has_data(buf), _scan_block(buf, self.rows)
+
+    def _block(self, k: int) -> bytearray:
+        """Block k's lines: from the first line start at or after its first byte to the first
+        at or after the next block's. Read into the one buffer this process reuses (a fresh
+        8 MB each time costs more in page faults than the read itself)."""
+        if self._file is None:
+            self._file = self.capture.open()
+        f, buf = self._file, self._buf
+        lo = self._line_start(k, f)
+        size = max(0, self._line_start(k + 1, f) - lo)
+        if not buf:
+            buf = self._buf = bytearray(size)
+        elif size > len(buf):
+            buf.extend(bytes(size - len(buf)))
+        else:
+            del buf[size:]
+        f.seek(lo)
+        f.readinto(buf)  # type: ignore[attr-defined]  # a BufferedReader or BytesIO
+        return buf
+
+    def _line_start(self, k: int, f: BinaryIO | None = None) -> int:
+        """The first line start at or after block k's first byte (the file's end if none)."""
+        at = self.start + k * self.size
+        if k == 0 or at >= self.end:
+            return min(at, self.end)
+        if f is None:
+            with self.capture.open() as g:
+                return self._line_start(k, g)
+        f.seek(at - 1)
+        pos = at - 1
+        while chunk := f.read(1 << 16):
+            i = chunk.find(b"\n")
+            if i >= 0:
+                return pos + i + 1
+            pos += len(chunk)
+        return self.end
+
+
+def _take(counter_r: int, counter_w: int) -> int:
+    """The next block to scan, from the counter both processes share (a pipe holding it)."""
+    (k,) = struct.unpack("q", os.read(counter_r, 8))
+    os.write(counter_w, struct.pack("q", k + 1))
+    return k
+
+
+def _can_fork() -> bool:
+    """A helper process is worth it and safe: two CPUs or more, and no other thread here (a
+    thread holding a lock at fork time could leave the helper stuck)."""
+    return (hasattr(os, "fork") and threading.active_count() == 1
+            and len(os.sched_getaffinity(0)) > 1)
 
 
 def _on_demand_row(row: dict[str, str], capture: Capture, meta: Mapping[str, str],

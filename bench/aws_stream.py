@@ -94,8 +94,11 @@ def child(mode: str, path: Path, sha: str) -> dict[str, float | int]:
             capture = client.download(URL)
     result = aws.parse([capture])
     seconds = time.perf_counter() - start
+    # The parser's helper process (a fork, for big files) is waited for: its peak is here.
+    helper = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"seconds": seconds, "offers": len(result.offers), "rejects": len(result.rejects),
-            "peak_rss_mb": peak_rss_mb(), "baseline_rss_mb": baseline}
+            "peak_rss_mb": peak_rss_mb(), "baseline_rss_mb": baseline,
+            "helper_peak_rss_mb": helper}
 
 
 def measure(mode: str, path: Path, sha: str) -> dict[str, float | int]:

@@ -13,6 +13,9 @@ parsers alternating, so that peak RSS (VmHWM) is that run's alone:
   (DescribeSpotPriceHistory) - are replaced by no-ops, so what is timed is its file parse:
   line prefilter, csv.DictReader, row filter, one CatalogItem per kept row, sort. The child
   also runs under bench/netguard.py (any connection attempt fails and is reported).
+- duckdb (a ceiling, not a parser of offers): DuckDB's parallel `read_csv` of the same file on
+  every CPU, every column as text, with gpuscout's row filter (ROW_FILTER and the product
+  families) in the WHERE clause: a multi-threaded C++ CSV reader doing the same selection.
 
 The big files are deleted as soon as a size is measured.
 """
@@ -46,6 +49,29 @@ def child_gpuhunt(path: Path) -> dict[str, Any]:
     return {"seconds": seconds, "offers": len(offers), "gpu_offers":
             sum(1 for o in offers if o.gpu_count), "peak_rss_mb": peak_rss_mb(),
             "baseline_rss_mb": baseline, "network_attempts": netguard.attempts()}
+
+
+def child_duckdb(path: Path) -> dict[str, Any]:
+    import os
+
+    import duckdb
+
+    from bench.aws_stream import PREAMBLE_LINES
+    from gpuscout.adapters.aws import PRODUCT_FAMILIES, ROW_FILTER
+
+    con = duckdb.connect(config={"threads": os.cpu_count() or 1})
+    where = " AND ".join(f'"{c}" = ?' for c in ROW_FILTER)
+    families = ", ".join("?" for _ in PRODUCT_FAMILIES)
+    sql = (f"SELECT count(*) FROM read_csv(?, skip = {PREAMBLE_LINES - 1}, header = true, "
+           "all_varchar = true, delim = ',', quote = '\"', escape = '\"', parallel = true) "
+           f'WHERE {where} AND "Product Family" IN ({families})')
+    params = [str(path), *ROW_FILTER.values(), *sorted(PRODUCT_FAMILIES)]
+    baseline = peak_rss_mb()
+    start = time.perf_counter()
+    (rows,) = con.execute(sql, params).fetchone() or (0,)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "offers": rows, "threads": os.cpu_count(),
+            "peak_rss_mb": peak_rss_mb(), "baseline_rss_mb": baseline}
 
 
 def byte_scan_candidates(path: Path, chunk: int = 8 << 20) -> int:
@@ -97,7 +123,7 @@ def measure(tool: str, path: Path, sha: str) -> dict[str, Any]:
         from bench.aws_stream import measure as stream_measure
 
         return stream_measure("parse", path, sha)
-    return run_child("bench.parse_compare", "--child", "gpuhunt", "--file", str(path))
+    return run_child("bench.parse_compare", "--child", tool, "--file", str(path))
 
 
 def bench_parse(sizes: list[int], runs: int, workdir: Path | None) -> dict[str, Any]:
@@ -113,7 +139,8 @@ def bench_parse(sizes: list[int], runs: int, workdir: Path | None) -> dict[str, 
         try:
             path = work / "index.csv"
             n_bytes, n_rows, sha = build_file(path, size)
-            samples: dict[str, list[dict[str, Any]]] = {"gpuscout": [], "gpuhunt": []}
+            samples: dict[str, list[dict[str, Any]]] = {"gpuscout": [], "gpuhunt": [],
+                                                        "duckdb": []}
             for _ in range(runs):
                 for tool in samples:
                     m = measure(tool, path, sha)
@@ -135,6 +162,9 @@ def bench_parse(sizes: list[int], runs: int, workdir: Path | None) -> dict[str, 
                     "seconds_all": secs, "mb_s": n_bytes / 1e6 / statistics.median(secs),
                     "peak_rss_mb": statistics.median(m["peak_rss_mb"] for m in ms),
                     "baseline_rss_mb": statistics.median(m["baseline_rss_mb"] for m in ms),
+                    **({"helper_peak_rss_mb": statistics.median(m["helper_peak_rss_mb"]
+                                                                for m in ms)}
+                       if all("helper_peak_rss_mb" in m for m in ms) else {}),
                     "offers": ms[-1]["offers"],
                     "network_attempts": sorted({a for m in ms
                                                 for a in m.get("network_attempts", [])}),
@@ -144,17 +174,19 @@ def bench_parse(sizes: list[int], runs: int, workdir: Path | None) -> dict[str, 
     return {"sizes": rows, "loadavg": loadavg()}
 
 
+CHILDREN = {"gpuhunt": child_gpuhunt, "duckdb": child_duckdb, "probe": child_probe}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,3000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=None)
-    ap.add_argument("--child", choices=["gpuhunt", "probe"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=list(CHILDREN), help=argparse.SUPPRESS)
     ap.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child = child_gpuhunt if args.child == "gpuhunt" else child_probe
-        print(json.dumps(child(args.file)))
+        print(json.dumps(CHILDREN[args.child](args.file)))
         return
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     print(json.dumps(bench_parse(sizes, args.runs, args.workdir), indent=1))

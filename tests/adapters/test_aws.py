@@ -7,6 +7,7 @@ import json
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -427,3 +428,156 @@ def test_a_region_that_cannot_be_read_is_skipped_and_the_refresh_incomplete(
     result = aws.parse(captures)
     assert result.complete is False
     assert {o.pricing_model for o in result.offers} == {PricingModel.SPOT}
+
+
+# -- the block scan of an offer file vs the text-line loop -------------------------------------
+
+P4D_ON_DEMAND = '"$32.7726 per On Demand Linux p4d.24xlarge Instance Hour"'
+P4D_BLOCK = '"$0.00 per Capacity Block Linux p4d.24xlarge Instance Hour"'
+C5D_RHEL = '"$0.634 per On Demand RHEL with SQL Web c5d.2xlarge Instance Hour"'
+# Tiny blocks put rows across block edges; 1 << 40 is one block for any test file.
+BLOCK_SIZES = (97, 700, 4096, 1 << 40)
+
+
+def _offer_body() -> bytes:
+    """The bundled us-east-1 file then the sample's data rows: a kept row, filtered ones."""
+    snapshot = (SNAP / US_EAST_1).read_bytes()
+    sample = (FIX / SAMPLE).read_bytes().split(b"\n", 6)[6]
+    return snapshot + sample
+
+
+def _region_capture(body: bytes) -> Capture:
+    return load_capture(SNAP, US_EAST_1).model_copy(update={"body": body})
+
+
+def _file_result(fn: Any, capture: Capture, **kw: int) -> tuple[Any, ...]:
+    out, specs = aws._Collector(), {}
+    try:
+        n = fn(capture, out, specs, **kw)
+    except ParseError as exc:
+        return ("ParseError", exc.field)
+    return bool(n), out.offers(), out.rejects, specs
+
+
+def _assert_scan_is_line_loop(body: bytes,
+                              sizes: tuple[int, ...] = BLOCK_SIZES) -> tuple[Any, ...]:
+    """Every block size, one process and two, gives the text-line loop's offers, rejects,
+    specs and empty-file verdict (or the same parse error)."""
+    capture = _region_capture(body)
+    expected = _file_result(aws._parse_offer_lines, capture)
+    for size in sizes:
+        for parallel_from in (0, 1 << 62):
+            got = _file_result(aws._parse_offer_file, capture, block_size=size,
+                               parallel_from=parallel_from)
+            assert got == expected, (size, parallel_from)
+    return expected
+
+
+def test_block_scan_reads_the_bundled_file_as_the_line_loop() -> None:
+    has_data, offers, rejects, _ = _assert_scan_is_line_loop((SNAP / US_EAST_1).read_bytes())
+    assert (has_data, [o.offer_key for o in offers], rejects) == (
+        True, ["us-east-1|p4d.24xlarge|on_demand"], [])
+
+
+def test_bundled_chain_parses_the_same_with_the_line_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned = _parse(*ALL)
+    monkeypatch.setattr(aws, "_parse_offer_file", aws._parse_offer_lines)
+    assert _parse(*ALL) == scanned
+
+
+def test_block_scan_with_quoted_newlines_in_a_kept_and_a_skipped_row() -> None:
+    body = _offer_body()
+    # The kept row; a filtered row holding every needle (a Capacity Block); a RHEL row.
+    for old, new in ((P4D_ON_DEMAND, '"$32.7726 per On Demand Linux p4d.24xlarge\nInstance"'),
+                     (P4D_BLOCK, '"Capacity Block\n\nLinux"'),
+                     (C5D_RHEL, '"$0.634 per On Demand RHEL,\n with SQL Web c5d.2xlarge\n"')):
+        assert body.count(old.encode()) >= 1
+        body = body.replace(old.encode(), new.encode())
+    _, offers, rejects, _ = _assert_scan_is_line_loop(body)
+    assert [o.offer_key for o in offers] == ["us-east-1|p4d.24xlarge|on_demand"]
+    assert rejects == []
+
+
+def test_block_scan_of_a_field_holding_only_a_newline_or_a_comma() -> None:
+    # '"\n"' has a quote on each side of its newline, the shape of a record boundary.
+    body = _offer_body().replace(P4D_BLOCK.encode(), b'"\n"').replace(
+        P4D_ON_DEMAND.encode(), b'"$32.7726 per On Demand, Linux"')
+    _, offers, _, _ = _assert_scan_is_line_loop(body)
+    assert offers[0].offer_key == "us-east-1|p4d.24xlarge|on_demand"
+
+
+def test_block_scan_of_crlf_lines_and_bare_cr() -> None:
+    body = _offer_body().replace(b"\n", b"\r\n")
+    _, offers, _, _ = _assert_scan_is_line_loop(body)
+    assert [o.offer_key for o in offers] == ["us-east-1|p4d.24xlarge|on_demand"]
+    _assert_scan_is_line_loop(body.replace(C5D_RHEL.encode(), b'"RHEL\rSQL"'))
+
+
+@pytest.mark.parametrize("cut", [40, 900, 1500])
+def test_block_scan_of_a_truncated_last_line(cut: int) -> None:
+    # The kept row moved to the end and cut: inside a field (odd quotes), at a field edge...
+    body = _offer_body()
+    lines = body.split(b"\n")
+    kept = next(line for line in lines if P4D_ON_DEMAND.encode() in line)
+    rest = b"\n".join(line for line in lines if line != kept)
+    _assert_scan_is_line_loop(rest + kept[:cut])
+    _assert_scan_is_line_loop(rest + kept[:cut] + b'"')
+
+
+def test_a_row_cut_after_every_needle_is_a_reject_in_both() -> None:
+    body = _offer_body()
+    kept = next(line for line in body.split(b"\n") if P4D_ON_DEMAND.encode() in line)
+    cut = kept[:kept.rindex(b',"OnDemand"') + len(b',"OnDemand"')]
+    _, offers, rejects, _ = _assert_scan_is_line_loop(body + cut)
+    assert [r.reason for r in rejects] == ["row has 79 columns, the header 91"]
+    assert len(offers) == 1
+
+
+def test_block_scan_of_malformed_quotes_and_bytes() -> None:
+    body = _offer_body()
+    # A stray quote: an odd line the line loop joins with the next ones.
+    _assert_scan_is_line_loop(body.replace(b'"RHEL"', b'"RH"EL"'))
+    # An unquoted value, a quote inside a value, a NUL.
+    _assert_scan_is_line_loop(body.replace(P4D_ON_DEMAND.encode(), b"per On Demand Linux"))
+    _assert_scan_is_line_loop(body.replace(P4D_ON_DEMAND.encode(), b'"per ""Linux"" hour"'))
+    _assert_scan_is_line_loop(body.replace(P4D_ON_DEMAND.encode(), b'"a\0b"'))
+    # Bytes that are not UTF-8 in a skipped row: both fail.
+    assert _assert_scan_is_line_loop(body.replace(b'"RHEL"', b'"RH\xffEL"'))[0] == "ParseError"
+    _assert_scan_is_line_loop(body.replace(b'"RHEL"', "\"RHEL é\"".encode()))
+
+
+def test_block_scan_of_a_file_with_only_blank_data_lines() -> None:
+    head = b"\n".join((SNAP / US_EAST_1).read_bytes().split(b"\n")[:6]) + b"\n"
+    for tail in (b"", b"\n", b"\r\n \n\t\n", "\u00a0\n".encode(), b"x\n"):
+        _assert_scan_is_line_loop(head + tail)
+    assert _file_result(aws._parse_offer_file, _region_capture(head + b" \n"))[0] is False
+
+
+def test_block_scan_keeps_the_order_of_rejects_across_blocks_and_processes() -> None:
+    # The kept row at 300 prices and cut short every 7th time: rejects in many blocks.
+    body = _offer_body()
+    head, _, rows = body.partition(b'"SKU"')
+    header, _, rows = (b'"SKU"' + rows).partition(b"\n")
+    lines = rows.split(b"\n")
+    kept = next(line for line in lines if P4D_ON_DEMAND.encode() in line)
+    others = b"\n".join(line for line in lines if line != kept)
+    parts = [head + header + b"\n"]
+    for i in range(300):
+        row = kept.replace(b'"32.7726000000"', f'"{30 + i / 100:.10f}"'.encode())
+        parts.append(others + (row[:-40] if i % 7 == 0 else row) + b"\n")
+    _, offers, rejects, _ = _assert_scan_is_line_loop(b"".join(parts), (4096, 65536, 1 << 40))
+    assert offers == []
+    # 43 cut rows, then the 257 prices of one key (a key at two prices is rejected whole).
+    assert [r.reason.split(",")[0] for r in rejects].count("row has 87 columns") == 43
+    assert len(rejects) == 300
+    assert [r.offer_key for r in rejects].count("us-east-1|p4d.24xlarge|on_demand") == 257
+    assert rejects[0].offer_key is None  # the first row is cut: file order is kept
+
+
+def test_an_unquoted_offer_file_is_read_by_the_line_loop() -> None:
+    body = _offer_body()
+    lines = body.split(b"\n")
+    unquoted = b"\n".join(lines[:5] + [line.replace(b'"', b"") for line in lines[5:]])
+    assert _file_result(aws._parse_offer_file, _region_capture(unquoted)) == _file_result(
+        aws._parse_offer_lines, _region_capture(unquoted))
