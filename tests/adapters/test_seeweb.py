@@ -1,4 +1,5 @@
-"""adapters/seeweb.py on `GET /ecs/v2/plans` bodies: the bundled one is the Seeweb SDK's recorded
+"""adapters/seeweb.py on the product page (the bundled 2026-09-15 excerpt, what a replay without
+the token reads) and on `GET /ecs/v2/plans` bodies: the bundled one is the Seeweb SDK's recorded
 listing (2025-02-20), the fixture gpuhunt's 2026 test payload (see the PROVENANCE files)."""
 
 from __future__ import annotations
@@ -14,22 +15,28 @@ from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 from gpuscout.adapters import seeweb
 from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
-from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.adapters.registry import SNAPSHOTS_DIR, get_adapter
 from gpuscout.core.catalog import Resolved, Unknown, load_catalog
-from gpuscout.core.errors import MissingCredentialsError, ParseError
+from gpuscout.core.errors import ParseError
 from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
+from gpuscout.pipeline.refresh import adapter_credentials
 
 SNAP = SNAPSHOTS_DIR / "seeweb"
 FIX = FIXTURES / "seeweb"
 ECSAPI = "ecsapi_store_plans_fetch_response_59a3550.json"
 GPUHUNT = "gpuhunt_fixture_plans_f20008d.json"
 URL = "https://api.seeweb.it/ecs/v2/plans"
+PAGE = "cloud_server_gpu_5ff190e_2026-09-15.html"
+PAGE_URL = "https://www.seeweb.it/en/products/cloud-server-gpu"
+TERMS = ("3 months", "6 months", "12 months")
 GRAYSKULL = "Tenstorrent Grayskull e75"
 GPU_IDS = {
     "RTX 6000": "quadro-rtx-6000-24gb", "RTX A6000": "rtx-a6000-48gb",
     "A100 80GB": "a100-sxm-80gb", "L4": "l4-24gb", "L40s": "l40s-48gb",
     "H100 80 GB": "h100-sxm-80gb", "AMD MI300X": "mi300x-192gb",
     "L40s 48GB": "l40s-48gb", "MI300X": "mi300x-192gb",
+    "NVIDIA H200 SXM": "h200-sxm-141gb", "NVIDIA H100 SXM": "h100-sxm-80gb",
+    "NVIDIA A100 SXM": "a100-sxm-80gb",
 }
 
 
@@ -57,7 +64,8 @@ class TestSeewebInvariants(OfferInvariants):
     NAME = "seeweb"
     EXPECTED_UNKNOWN = frozenset({GRAYSKULL})
 
-    @pytest.fixture(params=[(SNAP, ECSAPI), (FIX, GPUHUNT)], ids=[ECSAPI, GPUHUNT])
+    @pytest.fixture(params=[(SNAP, PAGE), (SNAP, ECSAPI), (FIX, GPUHUNT)],
+                    ids=[PAGE, ECSAPI, GPUHUNT])
     def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
         return seeweb.parse([load_capture(*request.param)]).offers
 
@@ -101,7 +109,8 @@ def test_provider_data_keeps_the_plan_facts() -> None:
 def test_labels_resolve_to_the_expected_gpus() -> None:
     catalog = load_catalog()
     offers = [*seeweb.parse([_capture()]).offers,
-              *seeweb.parse([_capture(FIX, GPUHUNT)]).offers]
+              *seeweb.parse([_capture(FIX, GPUHUNT)]).offers,
+              *seeweb.parse([_capture(SNAP, PAGE)]).offers]
     for o in offers:
         res = catalog.resolve("seeweb", o.gpu_label, o.vram_gb_per_gpu)
         if o.gpu_label == GRAYSKULL:
@@ -205,11 +214,21 @@ def test_renamed_field_is_a_parse_error(old: str, new: str) -> None:
     assert err.value.field == old.strip('"')
 
 
-def test_fetch_needs_the_token() -> None:
-    with (HttpClient("seeweb", transport=ReplayTransport(SNAPSHOTS_DIR)) as client,
-          pytest.raises(MissingCredentialsError) as err):
-        seeweb.fetch(client, {})
-    assert err.value.variable == "SEEWEB_API_TOKEN"
+def test_fetch_without_a_token_reads_the_product_page() -> None:
+    with HttpClient("seeweb", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
+        captures = seeweb.fetch(client, {})
+    assert [c.url for c in captures] == [PAGE_URL]
+    assert captures[0].body == (SNAP / PAGE).read_bytes()
+    assert len(seeweb.parse(captures).offers) == 48
+
+
+def test_replay_never_passes_the_optional_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The offline refresh follows the keyless path it has a capture of, token set or not.
+    monkeypatch.setenv("SEEWEB_API_TOKEN", "sw-SECRET-TOKEN")
+    assert seeweb.OPTIONAL_CREDENTIALS == seeweb.CREDENTIALS == ("SEEWEB_API_TOKEN",)
+    adapter = get_adapter("seeweb")
+    assert adapter_credentials(adapter, "replay") == {}
+    assert adapter_credentials(adapter, "live") == {"SEEWEB_API_TOKEN": "sw-SECRET-TOKEN"}
 
 
 def test_offline_fetch_serves_the_bundled_listing() -> None:
@@ -236,3 +255,175 @@ def test_live_fetch_sends_the_token_header_and_never_keeps_it() -> None:
     assert b"sw-SECRET-TOKEN" not in captures[0].body
     result = seeweb.parse(captures)
     assert (result.offers, result.rejects, result.complete) == ([], [], True)
+
+
+# -- product page (2026-09-15 excerpt) --------------------------------------------------------
+
+
+def _page() -> Capture:
+    return _capture(SNAP, PAGE)
+
+
+def _page_offers(capture: Capture | None = None) -> dict[str, ParsedOffer]:
+    return _by_key(seeweb.parse([capture or _page()]).offers)
+
+
+def test_page_counts() -> None:
+    result = seeweb.parse([_page()])
+    # 3 cards x 4 GPU counts x (on-demand + 3 terms)
+    assert (len(result.offers), len(result.rejects), result.complete) == (48, 0, True)
+    assert {o.currency for o in result.offers} == {"EUR"}
+    assert {o.price_kind for o in result.offers} == {PriceKind.LISTED}
+    assert [o.pricing_model for o in result.offers].count(PricingModel.ON_DEMAND) == 12
+    assert [o.pricing_model for o in result.offers].count(PricingModel.RESERVED) == 36
+    assert {o.gpu_count for o in result.offers} == {1, 2, 4, 8}
+    assert {o.gpu_label for o in result.offers} == {
+        "NVIDIA H200 SXM", "NVIDIA H100 SXM", "NVIDIA A100 SXM"}
+    # The page names no region, interconnect, VRAM per GPU or machine size.
+    assert {(o.region, o.interconnect, o.vram_gb_per_gpu, o.vcpus, o.ram_gb, o.disk_gb)
+            for o in result.offers} == {(None, None, None, None, None, None)}
+    assert {o.availability for o in result.offers} == {Availability.UNKNOWN}
+    assert all(o.source_url == PAGE_URL for o in result.offers)
+    assert all(o.observed_at == datetime(2026, 9, 15, tzinfo=UTC) for o in result.offers)
+
+
+@pytest.mark.parametrize(("card", "on_demand", "terms"), [
+    ("NVIDIA H100", 1.89, (1.80, 1.70, 1.61)),
+    ("NVIDIA H200", 2.60, (2.47, 2.34, 2.21)),
+    ("NVIDIA A100", 1.15, (1.09, 1.03, 0.98)),
+])
+def test_page_prices_per_gpu_hour(card: str, on_demand: float,
+                                  terms: tuple[float, float, float]) -> None:
+    offers = _page_offers()
+    one = offers[f"{card}|1x|on_demand"]
+    assert (one.gpu_count, one.price_per_hour, one.pricing_model) == (
+        1, on_demand, PricingModel.ON_DEMAND)
+    for term, price in zip(TERMS, terms, strict=True):
+        o = offers[f"{card}|1x|reserved|{term}"]
+        assert (o.pricing_model, o.price_per_hour) == (PricingModel.RESERVED, price)
+        assert (o.provider_data["term"], o.provider_data["price_per_gpu_hour"]) == (term, price)
+
+
+def test_page_offer_is_the_per_gpu_price_times_the_count() -> None:
+    offers = _page_offers()
+    assert offers["NVIDIA H100|8x|on_demand"].price_per_hour == 15.12
+    assert offers["NVIDIA H100|4x|reserved|12 months"].price_per_hour == 6.44
+    assert offers["NVIDIA H200|2x|reserved|3 months"].price_per_hour == 4.94
+    assert offers["NVIDIA A100|4x|on_demand"].price_per_hour == 4.6
+    h100 = offers["NVIDIA H100|8x|on_demand"]
+    assert (h100.gpu_label, h100.gpu_count, h100.provider_data["price_per_gpu_hour"]) == (
+        "NVIDIA H100 SXM", 8, 1.89)
+
+
+def test_page_keeps_the_card_spec_as_printed() -> None:
+    offers = _page_offers()
+    assert offers["NVIDIA H200|1x|on_demand"].provider_data == {
+        "card": "gpu9", "card_gpu_ram_gb": 141.0, "card_cpu_cores": 32.0, "card_ram_gb": 256.0,
+        "card_disk": "750 GB", "compare_price_per_gpu_hour": 2.6, "price_per_gpu_hour": 2.6}
+    h100 = offers["NVIDIA H100|2x|reserved|6 months"].provider_data
+    assert (h100["card"], h100["card_gpu_ram_gb"], h100["card_disk"]) == ("gpu1", 320.0, "6 TB")
+
+
+def test_page_counts_come_from_the_selector() -> None:
+    # The H100 card selling 1 and 2 GPUs only (a repeated option counts once): no 4x or 8x
+    # offers of it; the other cards keep theirs.
+    options = "".join(f'\n                            <option value="{n}">{n}</option>'
+                      for n in (1, 2, 4, 8))
+    select = f'<select class="gpu-params" name="card-number" data-os="gpu1">{options}'
+    fewer = select.replace('value="4">4', 'value="2">2').replace('"8">8', '"1">1')
+    result = seeweb.parse([with_replaced(_page(), select, fewer, exactly_once=True)])
+    assert (len(result.offers), result.rejects) == (40, [])
+    counts = {o.gpu_count for o in result.offers if o.gpu_label == "NVIDIA H100 SXM"}
+    assert counts == {1, 2}
+    assert {o.gpu_count for o in result.offers if o.gpu_label == "NVIDIA A100 SXM"} == {
+        1, 2, 4, 8}
+
+
+def test_page_without_the_form_factor_keeps_the_bare_card_name() -> None:
+    page = with_replaced(_page(), "GPU SXM | ", "")
+    labels = {o.gpu_label for o in seeweb.parse([page]).offers}
+    assert labels == {"NVIDIA H200", "NVIDIA H100", "NVIDIA A100"}
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    ('<span class="cardname">NVIDIA H100</span>', '<span class="card-name">NVIDIA H100</span>',
+     "GPU card 'gpu1' without a name"),
+    ('<p class="hourly"><span>1.89</span> &euro;</p>',
+     '<p class="hourly-price"><span>1.89</span> &euro;</p>',
+     "NVIDIA H100: on-demand price is not one 'D.DD €' p.hourly: []"),
+    ('<p class="hourly"><span>1.89</span> &euro;</p>', '<p class="hourly"><span>1,89</span> $</p>',
+     "NVIDIA H100: on-demand price is not one 'D.DD €' p.hourly: ['1,89 $']"),
+    ('class="hourly_12mnths">12 mths: <span>1.61</span>',
+     'class="hourly-12mnths">12 mths: <span>1.61</span>',
+     "NVIDIA H100: reservation price without one 'hourly_<N>mnths' class: '12 mths: 1.61 €/hr'"),
+    ('class="hourly_6mnths">6 mths: <span>1.70</span>',
+     'class="hourly_6mnths">6 months: <span>1.70</span>',
+     "NVIDIA H100: reservation price is not 'N mths: D.DD €/hr': '6 months: 1.70 €/hr'"),
+    ('class="hourly_3mnths">3 mths: <span>1.80</span>',
+     'class="hourly_3mnths">6 mths: <span>1.80</span>',
+     "NVIDIA H100: reservation price '6 mths: 1.80 €/hr' under the class of 3 months"),
+    ('<select class="gpu-params" name="card-number" data-os="gpu1">',
+     '<select class="gpu-params" name="gpu-number" data-os="gpu1">',
+     "NVIDIA H100: no GPU count in 'select[name=\"card-number\"] option'"),
+])
+def test_one_bad_card_part_is_a_reject_and_the_page_closes_nothing(old: str, new: str,
+                                                                    reason: str) -> None:
+    good = _page_offers()
+    result = seeweb.parse([with_replaced(_page(), old, new, exactly_once=True)])
+    assert [r.reason for r in result.rejects] == [reason]
+    assert result.complete is False
+    # The other cards are untouched.
+    keys = _by_key(result.offers)
+    for key in ("NVIDIA H200|8x|on_demand", "NVIDIA A100|1x|reserved|12 months"):
+        assert keys[key] == good[key]
+
+
+def test_a_card_without_on_demand_keeps_its_terms() -> None:
+    page = with_replaced(_page(), '<p class="hourly"><span>1.89</span> &euro;</p>', "",
+                         exactly_once=True)
+    keys = _by_key(seeweb.parse([page]).offers)
+    assert "NVIDIA H100|1x|on_demand" not in keys
+    assert keys["NVIDIA H100|1x|reserved|12 months"].price_per_hour == 1.61
+
+
+def test_a_count_option_that_is_not_a_count_is_a_reject() -> None:
+    page = with_replaced(_page(), '<select class="gpu-params" name="card-number" data-os="gpu1">'
+                         '\n                            <option value="1">1</option>',
+                         '<select class="gpu-params" name="card-number" data-os="gpu1">'
+                         '\n                            <option value="one">one</option>',
+                         exactly_once=True)
+    result = seeweb.parse([page])
+    assert [r.reason for r in result.rejects] == [
+        "NVIDIA H100: GPU-count option 'one' is not a count"]
+    assert {o.gpu_count for o in result.offers if o.gpu_label == "NVIDIA H100 SXM"} == {2, 4, 8}
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ('class="cardname"', 'class="card-name"', "cardname"),
+    ('class="hourly"', 'class="price-hourly"', "hourly"),
+    ('name="card-number"', 'name="gpu-number"', "card-number"),
+    ('class="reservation-prices"', 'class="commitments"', "reservation-prices"),
+    ('class="cardType', 'class="gpuCard', "cardType"),
+])
+def test_page_part_that_no_card_has_is_a_parse_error(old: str, new: str, field: str) -> None:
+    with pytest.raises(ParseError) as err:
+        seeweb.parse([with_replaced(_page(), old, new)])
+    assert err.value.field == field
+    assert err.value.provider == "seeweb" and err.value.url == PAGE_URL
+
+
+@pytest.mark.parametrize("body", [
+    b"<html><body>nothing here</body></html>",
+    b"",
+    b'{"status": "ok", "plans": []}',
+])
+def test_page_without_cards_is_a_parse_error(body: bytes) -> None:
+    with pytest.raises(ParseError) as err:
+        seeweb.parse([_page().model_copy(update={"body": body})])
+    assert err.value.field == "cardType"
+
+
+def test_a_page_and_a_listing_parse_together_each_by_its_host() -> None:
+    result = seeweb.parse([_page(), _capture()])
+    assert len(result.offers) == 48 + 18
+    assert {o.source_url for o in result.offers} == {PAGE_URL, URL}
