@@ -133,11 +133,16 @@ Two sources, read the same way as the rest (no constant changed for them):
   every weight in forward, recomputation and backward at batch 2 is not in the rate model).
 
 Summaries by part (memory median / within ±20 %; tokens/s median / within ±30 %):
-rows 0–75: 8.1 % / 82 %, 36.5 % / 11 of 26; Qwen profile: 13.0 % / 62 %, 54.5 % / 7 of 32;
-trainer tests: 11.2 % / 67 %, 62.3 % / 6 of 18. The issue's goals (memory median ≤ 8 % and
-≥ 90 % within ±20 %; tokens/s median ≤ 15 % and ≥ 80 % within ±30 %) are not met; the
-throughput model needs the per-step roofline (dequantization, launch-bound short steps,
-attention at length) before it is.
+rows 0–75: 8.1 % / 82 %, 36.6 % / 11 of 26; Qwen profile: 13.0 % / 62 %, 54.6 % / 7 of 32;
+trainer tests: 11.2 % / 67 %, 61.6 % / 7 of 18. The issue's goals (memory median ≤ 8 % and
+≥ 90 % within ±20 %; tokens/s median ≤ 15 % and ≥ 80 % within ±30 %) are not met. The time
+model now has the memory side of a roofline (the weights read once per pass, a quantized
+base's dequantized copy, the optimizer update once per step) beside the FLOPs side, and says
+which bound a micro-batch is on; on these rows the compute side nearly always binds, so the
+errors barely move. What it still lacks: an achieved matmul efficiency per GPU class and
+shape (it uses one utilisation per method, scaled by the GPU's bandwidth-to-FLOPs ratio),
+launch-bound short steps, and attention cost at long sequence (the Qwen profile at 8192 tokens
+runs 2× faster than we predict).
 
 ## Where the model is weakest
 

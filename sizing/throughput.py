@@ -56,6 +56,13 @@ LINK_EFFICIENCY = 0.8
 # Between 8-GPU nodes: one 400 Gb/s NIC per GPU (NVIDIA DGX H100 / HGX reference design).
 INTER_NODE_GBS = 50.0
 GPUS_PER_NODE = 8
+# The memory side of the roofline: kernels that stream whole tensors (weight reads, the
+# optimizer update) move data at a fraction of the datasheet bandwidth; 0.8 is assumed here
+# (an assumption, not a measurement of any row).
+STREAM_EFFICIENCY = 0.8
+# bitsandbytes and torchao dequantize an NF4/int8 weight into a 16-bit buffer before the
+# matmul: the buffer is written and read once per pass (2 + 2 bytes per weight).
+DEQUANT_BYTES_PER_WEIGHT = 4
 
 
 def matmul_params(arch: Architecture) -> float:
@@ -103,6 +110,27 @@ def device_factor(gpu: GpuSpec, tflops: float) -> float:
     return (REF_TFLOPS / tflops) / rel_time
 
 
+def weight_pass_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
+    """Bytes one pass over the model (forward, backward or recompute) reads from memory: every
+    weight once in its storage type, plus the dequantized copy a quantized base goes through."""
+    if job.is_peft:
+        read = frozen_weight_bytes(arch, job, dtype)
+    else:
+        read = arch.total_params * DTYPE_BYTES[dtype]  # the 16-bit copy the matmuls read
+    if job.quant != "none":
+        read += arch.linear_weight_params * DEQUANT_BYTES_PER_WEIGHT
+    return read
+
+
+def optimizer_step_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
+    """Bytes the optimizer step moves, once per step: each trainable parameter's weight, master
+    copy and states read and written, its gradient read (an elementwise update: memory bound)."""
+    pp = per_param_bytes(arch, job, dtype)
+    per = 2 * (pp.weight + pp.master + pp.optimizer) + pp.grad
+    return trainable_params(arch, job) * per / (job.gpus if job.sharding in (
+        "zero1", "zero2", "zero3", "fsdp") else 1)
+
+
 def link_gbs(gpu: GpuSpec, n: int) -> float:
     """Usable per-GPU bandwidth (one direction) for collectives among `n` GPUs."""
     per_dir: float | None = None
@@ -135,7 +163,19 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         notes.append("fp32 runs on CUDA cores; enabling TF32 (Ampere+) is much faster")
 
     tokens_micro = job.batch_size * job.seq_len
-    t_micro = tokens_micro * hw_f / (tflops * 1e12 * mfu_hw)
+    t_compute = tokens_micro * hw_f / (tflops * 1e12 * mfu_hw)
+    # The roofline: a micro-batch takes at least the time to read the weights once per pass
+    # (forward, backward, and the recompute with checkpointing).
+    bandwidth = (gpu.mem_bandwidth_gbs or REF_BANDWIDTH_GBS) * 1e9 * STREAM_EFFICIENCY
+    passes = 2 + (1 if job.grad_checkpointing else 0)
+    shard = job.gpus if job.sharding in ("zero3", "fsdp") else 1
+    t_weights = passes * weight_pass_bytes(arch, job, dtype) / shard / bandwidth
+    bound = "memory" if t_weights > t_compute else "compute"
+    t_micro = max(t_compute, t_weights)
+    t_optimizer = optimizer_step_bytes(arch, job, dtype) / bandwidth
+    if bound == "memory":
+        notes.append(f"memory-bound: {passes} passes over the weights take {t_weights:.3f} s "
+                     f"per micro-batch, the matmuls {t_compute:.3f} s")
     n = job.gpus
     exposed = 0.0
     b = DTYPE_BYTES[dtype]
@@ -176,7 +216,7 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         exposed += job.grad_accum * hidden
         notes.append("activation offloading: PCIe copies overlap compute"
                      + (f"; {hidden:.2f} s per micro-batch exposed" if hidden else ""))
-    step = t_micro * job.grad_accum + exposed
+    step = t_micro * job.grad_accum + exposed + t_optimizer
     tokens_step = tokens_micro * job.grad_accum * n
     tps = tokens_step / step
     eff = t_micro * job.grad_accum / step
@@ -191,5 +231,7 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         mfu=round(mfu_hw * model_f / hw_f, 4),
         scaling_efficiency=round(eff, 4),
         peak_tflops=tflops,
+        bound=bound,
+        optimizer_step_s=round(t_optimizer, 4),
         notes=notes,
     )

@@ -6,6 +6,8 @@ the CLI prints as one line.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuscout.core.errors import UserInputError
@@ -177,6 +179,10 @@ class TimeEstimate(BaseModel):
         description="multi-GPU: compute / (compute + exposed communication and offload "
                     "traffic)")
     peak_tflops: float
+    bound: Literal["compute", "memory"] = Field(
+        default="compute", description="the side of the roofline that sets a micro-batch")
+    optimizer_step_s: float = Field(default=0.0, description="the optimizer update, memory "
+                                    "bound, once per step")
     notes: list[str] = Field(default_factory=list)
 
 

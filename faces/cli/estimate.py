@@ -49,6 +49,8 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "tokens_per_s_per_gpu": t.tokens_per_s_per_gpu if t else None,
         "step_time_s": t.step_time_s if t else None,
         "mfu": t.mfu if t else None,
+        "bound": t.bound if t else None,
+        "optimizer_step_s": t.optimizer_step_s if t else None,
         "hours": t.hours if t else None,
         "job": est.job.model_dump(),
         "notes": [*est.notes, *mem.notes, *(t.notes if t else extra)],
@@ -76,7 +78,8 @@ def _print_table(data: dict[str, Any]) -> None:
         console.print("fits" if data["fits"] else "[red]does not fit[/red]")
     if data["tokens_per_s"] is not None:
         line = (f"{data['tokens_per_s']:,.0f} tokens/s, step {data['step_time_s']:.2f} s, "
-                f"{data['flops_per_token'] / 1e9:,.1f} GFLOP/token, MFU {data['mfu']:.0%}")
+                f"{data['flops_per_token'] / 1e9:,.1f} GFLOP/token, MFU {data['mfu']:.0%}, "
+                f"{data['bound']}-bound")
         if data["hours"] is not None:
             line += f", {data['hours']:,.1f} h"
         console.print(line)

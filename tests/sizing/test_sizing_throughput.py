@@ -46,6 +46,24 @@ def test_hours_and_qlora_slowdown() -> None:
     assert q.tokens_per_s == pytest.approx(t.tokens_per_s / 1.5, rel=1e-3)
 
 
+def test_roofline_bound_and_optimizer_step() -> None:
+    h100 = CAT.gpu("h100-sxm-80gb")
+    big = time_estimate(A, JobSpec(method="qlora", batch_size=4, seq_len=2048), h100, "bf16")
+    assert big.bound == "compute"
+    # one 16-token micro-batch: reading the dequantized weights three times (forward,
+    # recompute, backward) takes longer than its matmuls
+    tiny = time_estimate(A, JobSpec(method="qlora", batch_size=1, seq_len=16), h100, "bf16")
+    assert tiny.bound == "memory"
+    # at least the dequantized 16-bit copy, written and read on each of the three passes
+    dequant = 3 * A.linear_weight_params * 4 / (h100.mem_bandwidth_gbs * 1e9 * 0.8)
+    assert tiny.step_time_s > dequant
+    assert any(n.startswith("memory-bound") for n in tiny.notes)
+    # the optimizer update moves every full-fine-tuning parameter's state once per step
+    full = time_estimate(A, JobSpec(method="full", batch_size=1, seq_len=512), h100, "bf16")
+    lora = time_estimate(A, JobSpec(method="lora", batch_size=1, seq_len=512), h100, "bf16")
+    assert full.optimizer_step_s > 100 * lora.optimizer_step_s > 0
+
+
 def test_scaling_depends_on_interconnect_and_sharding() -> None:
     job = JobSpec(method="full", gpus=8, sharding="zero3", batch_size=1, seq_len=1024)
     nvlink = time_estimate(A, job, CAT.gpu("h100-sxm-80gb"), "bf16")
