@@ -137,8 +137,8 @@ def child_gpuscout(work: Path, runs: int) -> dict[str, Any]:
         out["recommend"] = samples
         out["recommend_offers"] = result.offers_evaluated
         out["recommend_shapes"] = result.shapes_evaluated
-        out["recommend_best"] = (result.ranked[0]["provider"], result.ranked[0]["offer_key"],
-                                 result.ranked[0]["total_usd"]) if result.ranked else None
+        best = result.ranked[0] if result.ranked else None
+        out["recommend_best"] = (best.provider, best.offer_key, best.total_usd) if best else None
         out["recommend_sizing"] = _sizing_samples(con, arch, job, request, catalog, runs)
     return out
 
