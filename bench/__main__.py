@@ -8,7 +8,8 @@
 Run from the repository root with any Python >= 3.11. The first run creates two virtual
 environments (both gitignored) and re-runs itself in the first:
 
-- bench/.venv: gpuscout (`pip install -e .`) + bench/requirements.txt (gpuhunt[aws], skypilot);
+- bench/.venv: gpuscout with its flows extra (`pip install -e .[flows]`, Prefect and
+  prefect-dask for the runners section) + bench/requirements.txt (gpuhunt[aws], skypilot);
 - bench/.venv-cli: gpuscout alone, for the CLI start timings (the anchors bring pandas, which
   pyarrow then imports; a user's gpuscout install does not have it).
 
@@ -63,7 +64,7 @@ def bootstrap() -> None:
     """Make sure both venvs exist, then continue inside bench/.venv."""
     pyproject = REPO / "pyproject.toml"
     _ensure_venv(VENV_CLI, ["-e", "."], _stamp(pyproject))
-    python = _ensure_venv(VENV, ["-e", ".", "-r", str(REQUIREMENTS)],
+    python = _ensure_venv(VENV, ["-e", ".[flows]", "-r", str(REQUIREMENTS)],
                           _stamp(pyproject, REQUIREMENTS))
     if Path(sys.prefix).resolve() != VENV.resolve():
         os.execv(str(python), [str(python), "-m", "bench", *sys.argv[1:]])
