@@ -49,6 +49,8 @@ def _ensure_venv(venv: Path, pip_args: list[str], stamp: str) -> Path:
     """Create/update venv unless its stamp says it already holds pip_args; its python."""
     python = venv / "bin" / "python"
     mark = venv / ".bench-installed"
+    # what is installed counts too: a changed extra reinstalls
+    stamp = hashlib.sha256((stamp + " ".join(pip_args)).encode()).hexdigest()
     if python.exists() and mark.exists() and mark.read_text() == stamp:
         return python
     print(f"bench: installing {venv.relative_to(REPO)} ({' '.join(pip_args)})", flush=True)
