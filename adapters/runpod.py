@@ -122,9 +122,10 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     """The offers of one body. A GPU type listed twice in it at different prices is rejected
     both times: neither price can be told to be the right one."""
-    entries = _gpu_types(capture)
+    doc = json_body(NAME, capture)
+    entries = _gpu_types(capture, doc)
     in_body = _tier_fields(entries)
-    datacenters, rejects = _datacenters(capture)
+    datacenters, rejects = _datacenters(doc)
     offers: list[ParsedOffer] = []
     for entry in entries:
         good, bad = _offers(entry, capture, in_body, datacenters)
@@ -143,9 +144,8 @@ def _tier_fields(entries: list[Any]) -> frozenset[str]:
 # -- body -------------------------------------------------------------------------------------
 
 
-def _gpu_types(capture: Capture) -> list[Any]:
+def _gpu_types(capture: Capture, doc: Any) -> list[Any]:
     """The gpuTypes list from a GraphQL envelope, or a bare list as one collector stored it."""
-    doc = json_body(NAME, capture)
     if isinstance(doc, dict):
         if doc.get("errors"):  # even next to partial data: fields may be null, so refuse it
             messages = "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e)
@@ -157,11 +157,10 @@ def _gpu_types(capture: Capture) -> list[Any]:
     return _checked(doc, capture)
 
 
-def _datacenters(capture: Capture) -> tuple[dict[str, str], list[Reject]]:
+def _datacenters(doc: Any) -> tuple[dict[str, str], list[Reject]]:
     """GPU type id -> the listed data centres that have it available now ("EU-RO-1,US-WA-2"),
     from the `dataCenters` block the query asks for beside the prices. Bodies recorded without
     the block give none; a block that cannot be read costs a Reject, never a price."""
-    doc = json_body(NAME, capture)
     block = as_dict(doc.get("data")).get("dataCenters") if isinstance(doc, dict) else None
     if block is None:
         return {}, []

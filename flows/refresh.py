@@ -61,23 +61,21 @@ def _retry_only_transient(task: Any, task_run: Any, state: Any) -> bool:
     return False
 
 
-@task(name="collect", task_run_name="collect {provider}", retries=len(RETRY_DELAYS_S),
-      retry_delay_seconds=RETRY_DELAYS_S, retry_condition_fn=_retry_only_transient,
-      timeout_seconds=PROVIDER_TIMEOUT_S, cache_policy=NO_CACHE, persist_result=False)
-def collect_provider(provider: str, source: Source, fx: dict[str, float]) -> Collected:
-    """Fetch, archive, parse, normalize and gate one provider (the CLI calls `collect` too)."""
-    transport = ReplayTransport(source.replay_dir) if source.replay_dir else None
-    recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
-    return collect(provider, source=source, transport=transport, recorder=recorder,
-                   settings=Settings(), catalog=load_catalog(), fx=fx)
-
-
 def _transport(source: Source) -> ReplayTransport | None:
     return ReplayTransport(source.replay_dir) if source.replay_dir else None
 
 
 def _recorder(source: Source) -> ArchiveWriter | None:
     return ArchiveWriter(source.record_dir) if source.record_dir else None
+
+
+@task(name="collect", task_run_name="collect {provider}", retries=len(RETRY_DELAYS_S),
+      retry_delay_seconds=RETRY_DELAYS_S, retry_condition_fn=_retry_only_transient,
+      timeout_seconds=PROVIDER_TIMEOUT_S, cache_policy=NO_CACHE, persist_result=False)
+def collect_provider(provider: str, source: Source, fx: dict[str, float]) -> Collected:
+    """Fetch, archive, parse, normalize and gate one provider (the CLI calls `collect` too)."""
+    return collect(provider, source=source, transport=_transport(source),
+                   recorder=_recorder(source), settings=Settings(), catalog=load_catalog(), fx=fx)
 
 
 @task(name="collect-head", task_run_name="collect {provider} (indexes)",
