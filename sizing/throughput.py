@@ -7,18 +7,26 @@ FLOPs per token (Kaplan et al. 2020; PaLM, Chowdhery et al. 2022, App. B):
 N counts the matmul weights a token passes through: active experts only for MoE, the output
 projection included (tied or not), the embedding lookup excluded.
 
-Time per micro-batch = hardware FLOPs / (peak dense rate × utilisation). Multi-GPU adds the
-communication the sharding needs that backward/prefetch cannot hide (PyTorch DDP overlaps the
-gradient all-reduce with backward, Li et al. VLDB 2020; FSDP/ZeRO-3 prefetch the next block's
-all-gather during compute).
+A micro-batch is a roofline over four kinds of work (`micro_batch`): the linear layers' FLOPs
+at the GPU's maximum achievable matmul rate, attention's FLOPs (which grow with the sequence) at
+FlashAttention's achieved rate, the pointwise kernels' bytes (sizing/kernels.py) at the streamed
+bandwidth, and the host's launches of all those kernels; with a floor of the time to read the
+weights once per pass. Multi-GPU adds the communication the sharding needs that backward or
+prefetch cannot hide (PyTorch DDP overlaps the gradient all-reduce with backward, Li et al. VLDB
+2020; FSDP/ZeRO-3 prefetch the next block's all-gather during compute).
 """
 
 from __future__ import annotations
 
+import csv
 import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.kernels import BACKWARD_FACTOR, forward_pass
 from gpuscout.sizing.memory import (
     DTYPE_BYTES,
     FP32,
@@ -27,26 +35,21 @@ from gpuscout.sizing.memory import (
     per_param_bytes,
 )
 from gpuscout.sizing.peft import adapter_flops_params, trainable_params
-from gpuscout.sizing.types import Dtype, JobSpec, TimeEstimate
+from gpuscout.sizing.types import Bound, Dtype, JobSpec, TimeEstimate
 
-# Model-FLOPs utilisation on the reference GPU (A100): full fine-tuning with FSDP/ZeRO-3,
-# FlashAttention and packed 4k sequences measured 0.40–0.41 (HF blog "From DeepSpeed to FSDP
-# and Back Again", Granite-7B on 4×A100); HF Trainer PEFT stacks with padding reach 20–30 %
-# (FORMULAS §5: PEFT benchmark LoRA on L40S 25 %, NeMo Llama-3-70B LoRA 18 %). The lower PEFT
-# figure reflects the small adapter GEMMs and per-module overhead around the frozen matmuls.
-MFU_FULL = 0.40
-MFU_PEFT = 0.25
-# Fraction of a training step spent in memory-bound kernels (norms, activations, softmax,
-# optimizer) on the reference GPU: 39 % of BERT-large training time on a V100, whose
-# bandwidth/compute balance matches the A100's (Ivanov et al., "Data Movement Is All You
-# Need", MLSys 2021). It moves MFU with the GPU's bandwidth-to-FLOPs ratio.
-MEMORY_BOUND_FRACTION = 0.39
-REF_TFLOPS = 312.0  # A100 dense bf16 (NVIDIA A100 datasheet)
-REF_BANDWIDTH_GBS = 2039.0  # A100 SXM 80GB HBM2e
-# QLoRA runs the same FLOPs 1.4–2.0× slower than 16-bit LoRA because every matmul first
-# dequantizes NF4 weights (ms-swift Qwen-7B: 1.79×); LLM.int8's outlier decomposition costs
-# about as much. FORMULAS §5 recommends 1.5× as the default.
-QUANT_SLOWDOWN = 1.5
+# The compute side: matmuls run at the maximum achievable matmul rate of the GPU and attention at
+# FlashAttention's achieved rate, both read from sizing/data/kernel_efficiency.csv (a source per
+# row). Pointwise kernels stream at STREAM_EFFICIENCY of the datasheet bandwidth, and every kernel
+# costs the host EAGER_LAUNCH_S: an eager PyTorch op spends ~5-25 µs in Python, autograd, the
+# dispatcher and the driver before its kernel starts (jiahuanglin.xyz, "From PyTorch op to kernel
+# launch", per-layer table); 10 µs is assumed. The host runs ahead of the GPU through the CUDA
+# stream's queue, so a micro-batch takes the longer of the GPU's work and the host's launches.
+EAGER_LAUNCH_S = 10e-6
+KERNEL_EFFICIENCY_CSV = Path(__file__).parent / "data" / "kernel_efficiency.csv"
+# FlashAttention-2's backward runs five matmuls against the forward's two (Dao 2023, Alg. 2):
+# 2.5x the forward's FLOPs; causal masking lets it skip the blocks above the diagonal.
+FLASH_BACKWARD = 2.5
+CAUSAL_SHARE = 0.5
 # DDP overlaps the gradient all-reduce with the backward pass, about 2/3 of a micro-step.
 BACKWARD_SHARE = 2 / 3
 # PCIe x16 per direction: Gen3 15.75, Gen4 31.5, Gen5 63 GB/s (PCI-SIG); NCCL reaches ~80 %.
@@ -63,6 +66,7 @@ STREAM_EFFICIENCY = 0.8
 # bitsandbytes and torchao dequantize an NF4/int8 weight into a 16-bit buffer before the
 # matmul: the buffer is written and read once per pass (2 + 2 bytes per weight).
 DEQUANT_BYTES_PER_WEIGHT = 4
+REF_BANDWIDTH_GBS = 2039.0  # a GPU whose datasheet states no bandwidth is read as an A100
 
 
 def matmul_params(arch: Architecture) -> float:
@@ -102,12 +106,112 @@ def peak_tflops(gpu: GpuSpec, dtype: Dtype) -> float:
     return rate
 
 
-def device_factor(gpu: GpuSpec, tflops: float) -> float:
-    """MFU relative to the A100: a roofline blend of compute-bound and memory-bound time."""
-    bandwidth = gpu.mem_bandwidth_gbs or REF_BANDWIDTH_GBS
-    rel_time = ((1 - MEMORY_BOUND_FRACTION) * REF_TFLOPS / tflops
-                + MEMORY_BOUND_FRACTION * REF_BANDWIDTH_GBS / bandwidth)
-    return (REF_TFLOPS / tflops) / rel_time
+@cache
+def _efficiencies() -> dict[tuple[str, str], float]:
+    with KERNEL_EFFICIENCY_CSV.open(encoding="utf-8", newline="") as f:
+        return {(r["kind"], r["applies_to"]): float(r["efficiency"]) for r in csv.DictReader(f)}
+
+
+def kernel_efficiency(kind: str, gpu: GpuSpec) -> float:
+    """Achieved fraction of the dense peak for `kind` (matmul, flash_attention) on `gpu`:
+    its own row, else its architecture's, else the file's default."""
+    table = _efficiencies()
+    for key in (gpu.canonical_id, gpu.architecture):
+        if (kind, key) in table:
+            return table[kind, key]
+    return table[kind, "*"]
+
+
+def attention_flops_per_token(arch: Architecture, job: JobSpec) -> float:
+    """Hardware FLOPs of attention per token: forward, backward and any recompute."""
+    s = job.seq_len + (job.num_virtual_tokens if job.method in ("prefix", "prompt") else 0)
+    fwd = 4 * arch.total_layers * arch.q_dim * s
+    if job.flash_attention and arch.arch == "decoder":
+        fwd *= CAUSAL_SHARE  # the blocks above the diagonal are skipped
+    backward = FLASH_BACKWARD if job.flash_attention else 2.0
+    return fwd * (1 + backward + (1 if job.grad_checkpointing else 0))
+
+
+def matmul_flops_per_token(arch: Architecture, job: JobSpec) -> float:
+    """Hardware FLOPs of the linear layers per token (forward, backward, recompute)."""
+    n = matmul_params(arch)
+    flops = 6 * n if job.method == "full" else 4 * n + 6 * adapter_flops_params(arch, job)
+    return flops + (2 * n if job.grad_checkpointing else 0)
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """Seconds one micro-batch spends on each kind of work, and what bounds it.
+
+    A kernel takes the longer of its own GPU time and the host time of launching it: the big
+    matmuls are GPU-bound, the many small pointwise kernels of an eager model launch-bound unless
+    their tensors are large, so each class is the longer of its GPU time and its launches.
+    """
+
+    matmul_s: float
+    attention_s: float
+    pointwise_s: float
+    matmul_launch_s: float
+    other_launch_s: float
+    weights_s: float
+
+    @property
+    def host_s(self) -> float:
+        return self.matmul_launch_s + self.other_launch_s
+
+    @property
+    def gpu_s(self) -> float:
+        return self.matmul_s + self.attention_s + self.pointwise_s
+
+    @property
+    def seconds(self) -> float:
+        kernels = (max(self.matmul_s, self.matmul_launch_s) + self.attention_s
+                   + max(self.pointwise_s, self.other_launch_s))
+        return max(kernels, self.weights_s)
+
+    @property
+    def bound(self) -> Bound:
+        launch = max(0.0, self.matmul_launch_s - self.matmul_s) + max(
+            0.0, self.other_launch_s - self.pointwise_s)
+        if self.weights_s >= self.seconds:
+            return "memory"
+        if launch > self.matmul_s + self.attention_s:
+            return "host"
+        if self.pointwise_s > self.matmul_s + self.attention_s:
+            return "memory"
+        return "compute"
+
+
+def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) -> MicroBatch:
+    """The roofline of one micro-batch: matmuls, attention, pointwise traffic, host launches."""
+    tokens = job.batch_size * job.seq_len
+    tflops = peak_tflops(gpu, dtype) * 1e12
+    bandwidth = (gpu.mem_bandwidth_gbs or REF_BANDWIDTH_GBS) * 1e9 * STREAM_EFFICIENCY
+    mm_rate = tflops * kernel_efficiency("matmul", gpu)
+    attn_rate = tflops * (kernel_efficiency("flash_attention", gpu) if job.flash_attention
+                          else kernel_efficiency("matmul", gpu))
+    ab = DTYPE_BYTES[dtype]
+    fwd = forward_pass(arch, job, ab)
+    forwards = 1 + (1 if job.grad_checkpointing else 0)
+    pointwise = tokens * (fwd.pointwise_bytes * (forwards + BACKWARD_FACTOR) + fwd.loss_bytes)
+    passes = forwards + 1
+    if job.quant != "none":
+        pointwise += passes * arch.linear_weight_params * DEQUANT_BYTES_PER_WEIGHT
+    if job.method == "full" and job.mixed_precision and dtype in ("bf16", "fp16"):
+        # autocast casts every fp32 master weight to 16 bits on each forward
+        pointwise += forwards * arch.total_params * (FP32 + ab)
+    shard = job.gpus if job.sharding in ("zero3", "fsdp") else 1
+    trainable_k = fwd.matmul_kernels - fwd.frozen_matmul_kernels
+    matmul_k = forwards * fwd.matmul_kernels + 2 * trainable_k + fwd.frozen_matmul_kernels
+    other_k = (forwards + BACKWARD_FACTOR) * fwd.other_kernels
+    return MicroBatch(
+        matmul_s=tokens * matmul_flops_per_token(arch, job) / mm_rate,
+        attention_s=tokens * attention_flops_per_token(arch, job) / attn_rate,
+        pointwise_s=pointwise / bandwidth,
+        matmul_launch_s=matmul_k * EAGER_LAUNCH_S,
+        other_launch_s=other_k * EAGER_LAUNCH_S,
+        weights_s=passes * weight_pass_bytes(arch, job, dtype) / shard / bandwidth,
+    )
 
 
 def weight_pass_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
@@ -153,27 +257,23 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
     notes: list[str] = []
     model_f, hw_f = flops_per_token(arch, job)
     tflops = peak_tflops(gpu, dtype)
-    base = MFU_FULL if job.method == "full" else MFU_PEFT
-    mfu_hw = base * device_factor(gpu, tflops)
-    if job.quant != "none":
-        mfu_hw /= QUANT_SLOWDOWN
-        notes.append(f"{job.quant} base: dequantizing every matmul costs ~{QUANT_SLOWDOWN}× "
-                     f"(QLoRA vs LoRA measurements)")
     if dtype == "fp32":
         notes.append("fp32 runs on CUDA cores; enabling TF32 (Ampere+) is much faster")
-
     tokens_micro = job.batch_size * job.seq_len
-    t_compute = tokens_micro * hw_f / (tflops * 1e12 * mfu_hw)
-    # The roofline: a micro-batch takes at least the time to read the weights once per pass
-    # (forward, backward, and the recompute with checkpointing).
+    mb = micro_batch(arch, job, gpu, dtype)
+    t_micro = mb.seconds
+    bound = mb.bound
     bandwidth = (gpu.mem_bandwidth_gbs or REF_BANDWIDTH_GBS) * 1e9 * STREAM_EFFICIENCY
     passes = 2 + (1 if job.grad_checkpointing else 0)
-    shard = job.gpus if job.sharding in ("zero3", "fsdp") else 1
-    t_weights = passes * weight_pass_bytes(arch, job, dtype) / shard / bandwidth
-    bound = "memory" if t_weights > t_compute else "compute"
-    t_micro = max(t_compute, t_weights)
+    t_weights = mb.weights_s
+    t_compute = mb.gpu_s
     t_optimizer = optimizer_step_bytes(arch, job, dtype) / bandwidth
-    if bound == "memory":
+    mfu_hw = tokens_micro * hw_f / (tflops * 1e12 * t_micro)
+    if bound == "host":
+        notes.append(f"launch-bound: the host issues its kernels in {mb.host_s:.3f} s per "
+                     f"micro-batch, the GPU runs them in {mb.gpu_s:.3f} s (torch.compile or "
+                     "larger micro-batches help)")
+    if bound == "memory" and t_weights > t_compute:
         notes.append(f"memory-bound: {passes} passes over the weights take {t_weights:.3f} s "
                      f"per micro-batch, the matmuls {t_compute:.3f} s")
     n = job.gpus
@@ -233,5 +333,8 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         peak_tflops=tflops,
         bound=bound,
         optimizer_step_s=round(t_optimizer, 4),
+        micro_batch_s={"matmul": round(mb.matmul_s, 4), "attention": round(mb.attention_s, 4),
+                       "pointwise": round(mb.pointwise_s, 4), "launch": round(mb.host_s, 4),
+                       "weights": round(mb.weights_s, 4)},
         notes=notes,
     )

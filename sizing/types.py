@@ -167,6 +167,9 @@ class MemoryEstimate(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+Bound = Literal["compute", "memory", "host"]
+
+
 class TimeEstimate(BaseModel):
     flops_per_token: float = Field(description="model FLOPs per token (no recompute)")
     hardware_flops_per_token: float = Field(description="incl. activation recompute")
@@ -174,15 +177,20 @@ class TimeEstimate(BaseModel):
     tokens_per_s_per_gpu: float
     step_time_s: float = Field(description="one optimizer step (grad_accum micro-batches)")
     hours: float | None = None
-    mfu: float = Field(description="model FLOPs utilisation assumed for one GPU")
+    mfu: float = Field(description="model FLOPs utilisation of one GPU")
     scaling_efficiency: float = Field(
         description="multi-GPU: compute / (compute + exposed communication and offload "
                     "traffic)")
     peak_tflops: float
-    bound: Literal["compute", "memory"] = Field(
-        default="compute", description="the side of the roofline that sets a micro-batch")
+    bound: Bound = Field(
+        default="compute", description="what sets a micro-batch: the matmuls (compute), memory "
+                                       "traffic (memory) or the host's kernel launches (host)")
     optimizer_step_s: float = Field(default=0.0, description="the optimizer update, memory "
                                     "bound, once per step")
+    micro_batch_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="one micro-batch's seconds per kind of work: matmul, attention, pointwise, "
+                    "launch (host), weights (the floor of reading them once per pass)")
     notes: list[str] = Field(default_factory=list)
 
 

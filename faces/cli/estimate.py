@@ -51,6 +51,7 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "mfu": t.mfu if t else None,
         "bound": t.bound if t else None,
         "optimizer_step_s": t.optimizer_step_s if t else None,
+        "micro_batch_s": t.micro_batch_s if t else None,
         "hours": t.hours if t else None,
         "job": est.job.model_dump(),
         "notes": [*est.notes, *mem.notes, *(t.notes if t else extra)],

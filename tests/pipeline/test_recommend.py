@@ -172,9 +172,9 @@ def test_max_hours_rejects_and_explains(db: Path) -> None:
     offers = [_offer("persec", "4090", "rtx-4090-24gb", 1, 0.34),
               _offer("persec", "h100", "h100-sxm-80gb", 1, 2.99)]
     _warehouse(db, offers, [PER_SECOND])
-    rec = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", 10**8, max_hours=20)
+    rec = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", 10**8, max_hours=8)
     assert [r.offer_key for r in rec.ranked] == ["h100"]
-    assert "over --max-hours 20.0" in rec.rejected_cheaper[0].rejected_because
+    assert "over --max-hours 8.0" in rec.rejected_cheaper[0].rejected_because
 
 
 def test_unknown_billing_is_assumed_hourly_and_said(db: Path) -> None:

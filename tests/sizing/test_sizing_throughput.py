@@ -7,7 +7,14 @@ import pytest
 from gpuscout.core.catalog import load_catalog
 from gpuscout.sizing.architectures import lookup
 from gpuscout.sizing.peft import trainable_params
-from gpuscout.sizing.throughput import flops_per_token, matmul_params, peak_tflops, time_estimate
+from gpuscout.sizing.throughput import (
+    flops_per_token,
+    kernel_efficiency,
+    matmul_params,
+    micro_batch,
+    peak_tflops,
+    time_estimate,
+)
 from gpuscout.sizing.types import JobSpec
 
 CAT = load_catalog()
@@ -38,24 +45,70 @@ def test_rates_follow_the_dtype() -> None:
     assert peak_tflops(CAT.gpu("v100-sxm2-16gb"), "fp16") == 125
 
 
-def test_hours_and_qlora_slowdown() -> None:
+def test_hours_and_qlora_dequantization() -> None:
     h100 = CAT.gpu("h100-sxm-80gb")
     t = time_estimate(A, JobSpec(method="lora"), h100, "bf16", tokens=10**9)
     assert t.hours == pytest.approx(1e9 / t.tokens_per_s / 3600, rel=1e-3)
     q = time_estimate(A, JobSpec(method="qlora"), h100, "bf16")
-    assert q.tokens_per_s == pytest.approx(t.tokens_per_s / 1.5, rel=1e-3)
+    lora = micro_batch(A, JobSpec(method="lora"), h100, "bf16")
+    qlora = micro_batch(A, JobSpec(method="qlora"), h100, "bf16")
+    # the 16-bit copy of every base weight, written and read on forward, recompute, backward
+    dequant = 3 * A.linear_weight_params * 4 / (h100.mem_bandwidth_gbs * 1e9 * 0.8)
+    assert qlora.pointwise_s - lora.pointwise_s == pytest.approx(dequant, rel=1e-6)
+    assert qlora.other_launch_s == lora.other_launch_s
+    assert qlora.matmul_launch_s > lora.matmul_launch_s  # one dequantization kernel per matmul
+    assert q.tokens_per_s < t.tokens_per_s
 
 
-def test_roofline_bound_and_optimizer_step() -> None:
+def test_kernel_efficiency_rows_and_defaults() -> None:
+    assert kernel_efficiency("matmul", CAT.gpu("a100-sxm-80gb")) == 0.859
+    assert kernel_efficiency("matmul", CAT.gpu("h100-sxm-80gb")) == 0.801
+    assert kernel_efficiency("matmul", CAT.gpu("l4-24gb")) == 0.80  # not measured: the default
+    assert kernel_efficiency("flash_attention", CAT.gpu("h100-sxm-80gb")) == 0.35  # Hopper
+    assert kernel_efficiency("flash_attention", CAT.gpu("a100-pcie-40gb")) == 0.60  # Ampere
+    # the matmuls of a big micro-batch run at exactly that rate
+    job = JobSpec(method="full", batch_size=8, seq_len=4096, grad_checkpointing=False)
+    mb = micro_batch(A, job, CAT.gpu("a100-sxm-80gb"), "bf16")
+    tokens = 8 * 4096
+    assert mb.matmul_s == pytest.approx(tokens * 6 * N / (312e12 * 0.859), rel=1e-9)
+
+
+def test_attention_grows_with_sequence_and_eager_costs_more() -> None:
+    a100 = CAT.gpu("a100-sxm-80gb")
+    short = micro_batch(A, JobSpec(batch_size=8, seq_len=1024), a100, "bf16")
+    long = micro_batch(A, JobSpec(batch_size=1, seq_len=8192), a100, "bf16")
+    assert long.matmul_s == pytest.approx(short.matmul_s)  # same tokens
+    assert long.attention_s == pytest.approx(8 * short.attention_s)
+    eager = micro_batch(A, JobSpec(batch_size=1, seq_len=8192, flash_attention=False),
+                        a100, "bf16")
+    # no causal skipping, backward at the matmul rate, and the scores streamed through memory
+    assert eager.attention_s > long.attention_s
+    assert eager.pointwise_s > 2 * long.pointwise_s
+
+
+def test_small_micro_batches_are_launch_bound_and_compile_helps() -> None:
+    h100 = CAT.gpu("h100-sxm-80gb")
+    small = lookup("Qwen/Qwen2.5-0.5B")
+    tiny = time_estimate(small, JobSpec(method="lora", batch_size=1, seq_len=128), h100, "bf16")
+    assert tiny.bound == "host"
+    assert any(n.startswith("launch-bound") for n in tiny.notes)
+    compiled = time_estimate(small, JobSpec(method="lora", batch_size=1, seq_len=128,
+                                            compile=True), h100, "bf16")
+    assert compiled.tokens_per_s > 1.5 * tiny.tokens_per_s
+    big = time_estimate(A, JobSpec(method="lora", batch_size=4, seq_len=4096), h100, "bf16")
+    assert big.bound == "compute"
+
+
+def test_roofline_weights_floor_and_optimizer_step() -> None:
     h100 = CAT.gpu("h100-sxm-80gb")
     big = time_estimate(A, JobSpec(method="qlora", batch_size=4, seq_len=2048), h100, "bf16")
     assert big.bound == "compute"
-    # one 16-token micro-batch: reading the dequantized weights three times (forward,
-    # recompute, backward) takes longer than its matmuls
-    tiny = time_estimate(A, JobSpec(method="qlora", batch_size=1, seq_len=16), h100, "bf16")
+    # a 70B base and one 16-token micro-batch: reading the weights and their dequantized copy
+    # three times (forward, recompute, backward) takes longer than anything else
+    huge = lookup("meta-llama/Llama-2-70b-hf")
+    tiny = time_estimate(huge, JobSpec(method="qlora", batch_size=1, seq_len=16), h100, "bf16")
     assert tiny.bound == "memory"
-    # at least the dequantized 16-bit copy, written and read on each of the three passes
-    dequant = 3 * A.linear_weight_params * 4 / (h100.mem_bandwidth_gbs * 1e9 * 0.8)
+    dequant = 3 * huge.linear_weight_params * 4 / (h100.mem_bandwidth_gbs * 1e9 * 0.8)
     assert tiny.step_time_s > dequant
     assert any(n.startswith("memory-bound") for n in tiny.notes)
     # the optimizer update moves every full-fine-tuning parameter's state once per step

@@ -1,0 +1,170 @@
+"""What one training pass launches: kernels and the bytes its memory-bound kernels move. Pure.
+
+A step is three kinds of work (He, "Making Deep Learning Go Brrrr From First Principles",
+horace.io/brrr_intro.html): matmuls, limited by the tensor cores; pointwise and reduction
+kernels (norms, rotary embeddings, activations, residual adds, the LoRA scale and add, the loss
+over the logits), limited by memory bandwidth; and overhead, the host time PyTorch spends on
+every kernel it launches. This module counts the last two from the modules an eager forward
+runs, written after the Hugging Face implementations (LlamaRMSNorm upcasts to fp32 and back,
+apply_rotary_pos_emb rotates q and k with five tensor ops each, the gated MLP is act(gate) * up,
+PEFT's LoRA adds `B(A(x)) * scaling` to the frozen output). Backward reads each pointwise op's
+saved inputs and the incoming gradient and writes one gradient: twice the forward's bytes and
+kernels. Under torch.compile Inductor fuses each chain of pointwise ops into one kernel that
+reads its inputs and writes its output once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuscout.sizing.architectures import Architecture, Linear
+from gpuscout.sizing.peft import is_lora_target
+from gpuscout.sizing.types import JobSpec
+
+FP32 = 4
+# Models that train with dropout on the attention probabilities and hidden states (config
+# defaults: BERT hidden_dropout_prob / attention_probs_dropout_prob, GPT-2 resid/attn_pdrop,
+# T5 dropout_rate = 0.1); Llama-style models train without.
+DROPOUT_TYPES = frozenset({"t5", "bert", "roberta", "gpt2"})
+# Backward of a pointwise op: read its saved input(s) and the gradient, write one gradient.
+BACKWARD_FACTOR = 2
+LOSS_KERNELS = 8
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """One forward pass over the model for one token, or its kernel counts per micro-batch."""
+
+    pointwise_bytes: float  # per token, memory-bound kernels of the blocks
+    loss_bytes: float  # per token, the loss over the logits
+    matmul_kernels: int  # per micro-batch: base linears (and their dequantization)
+    other_kernels: int  # per micro-batch: everything else
+    frozen_matmul_kernels: int  # of matmul_kernels, those whose weight gets no gradient
+
+
+def _rotary(arch: Architecture) -> bool:
+    return arch.arch == "decoder" and not arch.learned_positions and \
+        not arch.relative_attention_buckets
+
+
+def _norm(arch: Architecture, ab: int, compiled: bool) -> tuple[float, int]:
+    """(bytes per element, kernels) of one norm."""
+    if arch.norm == "none":
+        return 0.0, 0
+    if compiled or arch.norm == "layer":
+        return 2.0 * ab, 1  # one fused kernel (F.layer_norm is one already)
+    # LlamaRMSNorm: to(fp32), pow, mean, add eps, rsqrt, mul, to(dtype), mul by the weight
+    upcast = 0 if ab == FP32 else ab + FP32
+    return upcast + 2 * FP32 + FP32 + 2 * FP32 + (FP32 + ab) + 2 * ab, 8
+
+
+@dataclass
+class _Tally:
+    """Forward pointwise bytes per token and kernels per micro-batch, summed over modules."""
+
+    bytes_: float = 0.0
+    linear: int = 0  # base matmuls and their dequantization
+    frozen: int = 0  # of those, the ones whose weight gets no gradient
+    other: int = 0
+
+
+def _attention(arch: Architecture, job: JobSpec, group: str, ab: int, s_kv: int,
+               t: _Tally) -> None:
+    compiled = job.compile
+    if _rotary(arch) and group == "attn":
+        width = arch.q_dim + arch.kv_dim  # q and k rotated
+        t.bytes_ += width * (2 * ab if compiled else 10 * ab)
+        t.other += 1 if compiled else 10
+    t.bytes_ += 2 * ab * arch.q_dim  # the output's transpose back to (tokens, heads·dim)
+    t.other += 2  # the attention kernel and that copy
+    if not job.flash_attention:
+        # scores scaled, masked, softmax in fp32 and back, (dropout), per head and key
+        dropout = 2 * ab + 1 if arch.model_type in DROPOUT_TYPES else 0
+        t.bytes_ += arch.num_heads * s_kv * (6 * ab + 2 * FP32 + dropout)
+        t.other += 6
+
+
+def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally) -> None:
+    if m.group == "router":
+        t.other += 3  # softmax, top-k, the expert index bookkeeping
+    t.linear += m.count  # one matmul per expert matrix in an eager MoE loop
+    if job.is_peft:
+        t.frozen += m.count  # a PEFT job's base weights get no gradient
+        if job.quant != "none":
+            t.linear += m.count  # the dequantization kernel before each quantized matmul
+            t.frozen += m.count
+    tokens_through = arch.experts_per_token if m.group == "expert" else m.count
+    if job.method in ("lora", "qlora", "dora") and is_lora_target(m, job.lora_targets):
+        # A and B matmuls, the scale and the add onto the frozen output
+        t.bytes_ += tokens_through * (2 if job.compile else 5) * ab * m.d_out
+        t.other += m.count * (3 if job.compile else 4)
+        if job.method == "dora":
+            t.other += m.count * 6  # the column norm of W + BA and the magnitude rescale
+    elif job.method == "ia3" and m.name in ("k", "v", "qkv", "down"):
+        t.bytes_ += 2 * ab * (m.d_in if m.name == "down" else m.d_out)
+        t.other += 1
+
+
+def _mlp(arch: Architecture, job: JobSpec, block: list[Linear], ab: int, t: _Tally) -> None:
+    for group, through in (("mlp", 1.0), ("expert", float(arch.experts_per_token)),
+                           ("shared_expert", 1.0)):
+        mods = [m for m in block if m.group == group]
+        if not mods:
+            continue
+        f = next(m.d_in for m in mods if m.name == "down")
+        if arch.gated_mlp:
+            t.bytes_ += through * (3 if job.compile else 5) * ab * f  # act(gate) * up
+        else:
+            t.bytes_ += through * 2 * ab * f
+        kernels = 2 if arch.gated_mlp and not job.compile else 1
+        if group == "expert":
+            # eager MoE loops over the experts: gather each one's tokens, scatter them back
+            kernels = mods[0].count * (kernels + 3)
+            t.bytes_ += through * 2 * 3 * ab * arch.hidden_size
+        t.other += kernels
+
+
+def _block_forward(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,
+                   s_kv: int, t: _Tally) -> None:
+    h = arch.hidden_size
+    norm_b, norm_k = _norm(arch, ab, job.compile)
+    n_norms = arch.norms_per_layer + (1 if any(m.group == "cross_attn" for m in block) else 0)
+    t.bytes_ += n_norms * h * norm_b + 2 * 3 * ab * h  # the norms, two residual adds
+    t.other += n_norms * norm_k + (0 if job.compile else 2)
+    if arch.model_type in DROPOUT_TYPES:
+        t.bytes_ += 2 * (2 * ab + 1) * h  # hidden dropout after attention and MLP (+ mask)
+        t.other += 2
+    for group in ("attn", "cross_attn"):
+        if any(m.group == group for m in block):
+            _attention(arch, job, group, ab, s_kv, t)
+    for m in block:
+        _linear(arch, job, m, ab, t)
+    _mlp(arch, job, block, ab, t)
+
+
+def _loss_bytes(arch: Architecture, job: JobSpec, ab: int) -> float:
+    """Bytes per token the loss moves over the vocabulary, forward and backward together."""
+    v = arch.vocab_size
+    if arch.arch == "encoder":
+        return 0.0  # a task head over a few labels
+    if job.loss == "cce":
+        return 0.0  # logits live in on-chip memory only (Wijmans et al. 2024)
+    if job.loss == "fused":
+        return 2 * 2 * ab * v  # one fused kernel reads the logits chunk and writes its grad
+    # logits.float(), log_softmax; backward: the NLL gradient written whole, log_softmax's
+    # backward, the cast back (transformers ForCausalLMLoss; torchtune and litgpt run the same
+    # ops per chunk)
+    per_logit = (ab + FP32) + 2 * FP32 + FP32 + 3 * FP32 + (FP32 + ab)
+    return float(per_logit * v)
+
+
+def forward_pass(arch: Architecture, job: JobSpec, ab: int) -> PassCost:
+    """The pointwise traffic per token and the kernels per micro-batch of one forward."""
+    t = _Tally()
+    for block in arch.blocks():
+        _block_forward(arch, job, block, ab, job.seq_len, t)
+    # the embedding lookup, the final norm, the head and the loss's handful of kernels
+    t.other += 1 + _norm(arch, ab, job.compile)[1] + 1 + LOSS_KERNELS
+    return PassCost(pointwise_bytes=t.bytes_, loss_bytes=_loss_bytes(arch, job, ab),
+                    matmul_kernels=t.linear, other_kernels=t.other,
+                    frozen_matmul_kernels=t.frozen)
