@@ -4,13 +4,13 @@ A step is three kinds of work (He, "Making Deep Learning Go Brrrr From First Pri
 horace.io/brrr_intro.html): matmuls, limited by the tensor cores; pointwise and reduction
 kernels (norms, rotary embeddings, activations, residual adds, the LoRA scale and add, the loss
 over the logits), limited by memory bandwidth; and overhead, the host time PyTorch spends on
-every kernel it launches. This module counts the last two from the modules an eager forward
-runs, written after the Hugging Face implementations (LlamaRMSNorm upcasts to fp32 and back,
-apply_rotary_pos_emb rotates q and k with five tensor ops each, the gated MLP is act(gate) * up,
-PEFT's LoRA adds `B(A(x)) * scaling` to the frozen output). Backward reads each pointwise op's
-saved inputs and the incoming gradient and writes one gradient: twice the forward's bytes and
-kernels. Under torch.compile Inductor fuses each chain of pointwise ops into one kernel that
-reads its inputs and writes its output once.
+every op it dispatches, a kernel or a view. This module counts the last two from the modules an
+eager forward runs, written after the Hugging Face implementations (LlamaRMSNorm upcasts to
+fp32 and back, apply_rotary_pos_emb rotates q and k with five tensor ops each, the gated MLP is
+act(gate) * up, PEFT's LoRA adds `B(A(x)) * scaling` to the frozen output). Backward reads each
+pointwise op's saved inputs and the incoming gradient and writes one gradient: twice the
+forward's bytes and kernels. Under torch.compile Inductor fuses each chain of pointwise ops into
+one kernel that reads its inputs and writes its output once, and views cost nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +31,31 @@ BACKWARD_FACTOR = 2
 LOSS_KERNELS = 8
 
 
+def dequant_cost(job: JobSpec) -> tuple[float, int]:
+    """(bytes per weight, kernels per linear) a quantized base spends making each matmul's
+    16-bit weight, on every pass (forward, recompute and backward all dequantize again).
+
+    - bitsandbytes NF4 (Linear4bit): one `dequantize_4bit` kernel reads the packed half byte and
+      writes the 16-bit weight; double quantization first dequantizes the absmax scales (one
+      more, tiny kernel).
+    - torchao NF4 (torchtune): `NF4Tensor.get_original_weight` in eager tensor ops
+      (pytorch/ao torchao/dtypes/nf4tensor.py): `>> 4` and `& 0b1111` on the packed bytes, each
+      cast to int64, two lookups into the 16-entry table, the block scalers dequantized and
+      expanded, two multiplies and a stack: ~33 bytes per weight in ~14 kernels; under
+      torch.compile one fused kernel, as bitsandbytes.
+    - LLM.int8 (Linear8bitLt): the int8 weight scaled back per row to 16 bits (read 1, write 2)
+      around the row-wise activation quantization and outlier split (~4 kernels).
+    """
+    if job.quant == "nf4":
+        if job.nf4_backend == "torchao" and not job.compile:
+            return 33.0, 14
+        return 0.5 + 2.0, 1 + (1 if job.double_quant and job.nf4_backend == "bitsandbytes"
+                                 else 0)
+    if job.quant == "int8":
+        return 1.0 + 2.0, 4
+    return 0.0, 0
+
+
 @dataclass(frozen=True)
 class PassCost:
     """One forward pass over the model for one token, or its kernel counts per micro-batch."""
@@ -39,6 +64,7 @@ class PassCost:
     loss_bytes: float  # per token, the loss over the logits
     matmul_kernels: int  # per micro-batch: base linears (and their dequantization)
     other_kernels: int  # per micro-batch: everything else
+    view_ops: int  # per micro-batch: ops that launch no kernel but pay the host's dispatch
     frozen_matmul_kernels: int  # of matmul_kernels, those whose weight gets no gradient
 
 
@@ -47,12 +73,17 @@ def _rotary(arch: Architecture) -> bool:
         not arch.relative_attention_buckets
 
 
-def _norm(arch: Architecture, ab: int, compiled: bool) -> tuple[float, int]:
+def _norm(arch: Architecture, ab: int, compiled: bool, autocast: bool = False
+          ) -> tuple[float, int]:
     """(bytes per element, kernels) of one norm."""
     if arch.norm == "none":
         return 0.0, 0
-    if compiled or arch.norm == "layer":
-        return 2.0 * ab, 1  # one fused kernel (F.layer_norm is one already)
+    if compiled:
+        return 2.0 * ab, 1  # one fused kernel
+    if arch.norm == "layer":
+        if autocast:  # layer_norm is on autocast's fp32 list: its input is cast up, then down
+            return 2.0 * ab + 2 * (ab + FP32), 3
+        return 2.0 * ab, 1  # F.layer_norm is one kernel already
     # LlamaRMSNorm: to(fp32), pow, mean, add eps, rsqrt, mul, to(dtype), mul by the weight
     upcast = 0 if ab == FP32 else ab + FP32
     return upcast + 2 * FP32 + FP32 + 2 * FP32 + (FP32 + ab) + 2 * ab, 8
@@ -66,6 +97,7 @@ class _Tally:
     linear: int = 0  # base matmuls and their dequantization
     frozen: int = 0  # of those, the ones whose weight gets no gradient
     other: int = 0
+    views: int = 0  # ops that launch nothing but pay the same dispatch (view, transpose, slice)
 
 
 def _attention(arch: Architecture, job: JobSpec, group: str, ab: int, s_kv: int,
@@ -75,8 +107,11 @@ def _attention(arch: Architecture, job: JobSpec, group: str, ab: int, s_kv: int,
         width = arch.q_dim + arch.kv_dim  # q and k rotated
         t.bytes_ += width * (2 * ab if compiled else 10 * ab)
         t.other += 1 if compiled else 10
+        t.views += 0 if compiled else 6  # cos/sin unsqueezed, both halves of q and k sliced
     t.bytes_ += 2 * ab * arch.q_dim  # the output's transpose back to (tokens, heads·dim)
     t.other += 2  # the attention kernel and that copy
+    # q, k, v viewed as heads and transposed; the output transposed and reshaped back
+    t.views += 0 if compiled else 8
     if not job.flash_attention:
         # scores scaled, masked, softmax in fp32 and back, (dropout), per head and key
         dropout = 2 * ab + 1 if arch.model_type in DROPOUT_TYPES else 0
@@ -84,20 +119,26 @@ def _attention(arch: Architecture, job: JobSpec, group: str, ab: int, s_kv: int,
         t.other += 6
 
 
-def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally) -> None:
+def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally,
+            autocast: bool) -> None:
     if m.group == "router":
         t.other += 3  # softmax, top-k, the expert index bookkeeping
     t.linear += m.count  # one matmul per expert matrix in an eager MoE loop
+    if autocast:
+        t.linear += m.count  # autocast casts the fp32 weight to 16 bits before each matmul
     if job.is_peft:
         t.frozen += m.count  # a PEFT job's base weights get no gradient
         if job.quant != "none":
-            t.linear += m.count  # the dequantization kernel before each quantized matmul
-            t.frozen += m.count
+            kernels = dequant_cost(job)[1] * m.count  # before each quantized matmul
+            t.linear += kernels
+            t.frozen += kernels
     tokens_through = arch.experts_per_token if m.group == "expert" else m.count
     if job.method in ("lora", "qlora", "dora") and is_lora_target(m, job.lora_targets):
         # A and B matmuls, the scale and the add onto the frozen output
         t.bytes_ += tokens_through * (2 if job.compile else 5) * ab * m.d_out
         t.other += m.count * (3 if job.compile else 4)
+        # PEFT casts the input to the adapter's dtype (a no-op call that still dispatches)
+        t.views += 0 if job.compile else m.count
         if job.method == "dora":
             t.other += m.count * 6  # the column norm of W + BA and the magnitude rescale
     elif job.method == "ia3" and m.name in ("k", "v", "qkv", "down"):
@@ -125,9 +166,9 @@ def _mlp(arch: Architecture, job: JobSpec, block: list[Linear], ab: int, t: _Tal
 
 
 def _block_forward(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,
-                   s_kv: int, t: _Tally) -> None:
+                   s_kv: int, t: _Tally, autocast: bool) -> None:
     h = arch.hidden_size
-    norm_b, norm_k = _norm(arch, ab, job.compile)
+    norm_b, norm_k = _norm(arch, ab, job.compile, autocast)
     n_norms = arch.norms_per_layer + (1 if any(m.group == "cross_attn" for m in block) else 0)
     t.bytes_ += n_norms * h * norm_b + 2 * 3 * ab * h  # the norms, two residual adds
     t.other += n_norms * norm_k + (0 if job.compile else 2)
@@ -138,7 +179,7 @@ def _block_forward(arch: Architecture, job: JobSpec, block: list[Linear], ab: in
         if any(m.group == group for m in block):
             _attention(arch, job, group, ab, s_kv, t)
     for m in block:
-        _linear(arch, job, m, ab, t)
+        _linear(arch, job, m, ab, t, autocast)
     _mlp(arch, job, block, ab, t)
 
 
@@ -158,13 +199,15 @@ def _loss_bytes(arch: Architecture, job: JobSpec, ab: int) -> float:
     return float(per_logit * v)
 
 
-def forward_pass(arch: Architecture, job: JobSpec, ab: int) -> PassCost:
-    """The pointwise traffic per token and the kernels per micro-batch of one forward."""
+def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = False
+                 ) -> PassCost:
+    """The pointwise traffic per token and the kernels per micro-batch of one forward.
+    `autocast`: fp32 weights run under torch.autocast (mixed precision without sharding)."""
     t = _Tally()
     for block in arch.blocks():
-        _block_forward(arch, job, block, ab, job.seq_len, t)
+        _block_forward(arch, job, block, ab, job.seq_len, t, autocast)
     # the embedding lookup, the final norm, the head and the loss's handful of kernels
     t.other += 1 + _norm(arch, ab, job.compile)[1] + 1 + LOSS_KERNELS
     return PassCost(pointwise_bytes=t.bytes_, loss_bytes=_loss_bytes(arch, job, ab),
-                    matmul_kernels=t.linear, other_kernels=t.other,
+                    matmul_kernels=t.linear, other_kernels=t.other, view_ops=t.views,
                     frozen_matmul_kernels=t.frozen)

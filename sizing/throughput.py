@@ -26,7 +26,7 @@ from pathlib import Path
 
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.sizing.architectures import Architecture
-from gpuscout.sizing.kernels import BACKWARD_FACTOR, forward_pass
+from gpuscout.sizing.kernels import BACKWARD_FACTOR, dequant_cost, forward_pass
 from gpuscout.sizing.memory import (
     DTYPE_BYTES,
     FP32,
@@ -63,9 +63,6 @@ GPUS_PER_NODE = 8
 # optimizer update) move data at a fraction of the datasheet bandwidth; 0.8 is assumed here
 # (an assumption, not a measurement of any row).
 STREAM_EFFICIENCY = 0.8
-# bitsandbytes and torchao dequantize an NF4/int8 weight into a 16-bit buffer before the
-# matmul: the buffer is written and read once per pass (2 + 2 bytes per weight).
-DEQUANT_BYTES_PER_WEIGHT = 4
 REF_BANDWIDTH_GBS = 2039.0  # a GPU whose datasheet states no bandwidth is read as an A100
 
 
@@ -191,19 +188,22 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     attn_rate = tflops * (kernel_efficiency("flash_attention", gpu) if job.flash_attention
                           else kernel_efficiency("matmul", gpu))
     ab = DTYPE_BYTES[dtype]
-    fwd = forward_pass(arch, job, ab)
+    autocast = per_param_bytes(arch, job, dtype).autocast > 0
+    fwd = forward_pass(arch, job, ab, autocast)
     forwards = 1 + (1 if job.grad_checkpointing else 0)
     pointwise = tokens * (fwd.pointwise_bytes * (forwards + BACKWARD_FACTOR) + fwd.loss_bytes)
     passes = forwards + 1
     if job.quant != "none":
-        pointwise += passes * arch.linear_weight_params * DEQUANT_BYTES_PER_WEIGHT
-    if job.method == "full" and job.mixed_precision and dtype in ("bf16", "fp16"):
-        # autocast casts every fp32 master weight to 16 bits on each forward
+        pointwise += passes * arch.linear_weight_params * dequant_cost(job)[0]
+    if autocast:
+        # autocast casts every fp32 weight to 16 bits on each forward
         pointwise += forwards * arch.total_params * (FP32 + ab)
     shard = job.gpus if job.sharding in ("zero3", "fsdp") else 1
     trainable_k = fwd.matmul_kernels - fwd.frozen_matmul_kernels
     matmul_k = forwards * fwd.matmul_kernels + 2 * trainable_k + fwd.frozen_matmul_kernels
-    other_k = (forwards + BACKWARD_FACTOR) * fwd.other_kernels
+    # a view's backward is one more view: dispatched on each pass, launching nothing
+    other_k = ((forwards + BACKWARD_FACTOR) * fwd.other_kernels
+               + (forwards + 1) * fwd.view_ops)
     return MicroBatch(
         matmul_s=tokens * matmul_flops_per_token(arch, job) / mm_rate,
         attention_s=tokens * attention_flops_per_token(arch, job) / attn_rate,
@@ -222,7 +222,8 @@ def weight_pass_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
     else:
         read = arch.total_params * DTYPE_BYTES[dtype]  # the 16-bit copy the matmuls read
     if job.quant != "none":
-        read += arch.linear_weight_params * DEQUANT_BYTES_PER_WEIGHT
+        # the dequantized 16-bit copy: written by the dequantization, read by the matmul
+        read += arch.linear_weight_params * (dequant_cost(job)[0] + 2)
     return read
 
 
