@@ -155,18 +155,23 @@ Two sources, read the same way as the rest (no constant changed for them):
 ## The time model (this revision)
 
 A micro-batch is now a roofline over four kinds of work, none of them fitted to these rows:
-the linear layers' FLOPs at the GPU's maximum achievable matmul rate (`sizing/data/
-kernel_efficiency.csv`: A100 SXM 85.9 %, H100 SXM 80.1 % of the dense peak, measured by a
-brute-force shape search; 80 % where no measurement exists), attention's FLOPs at
-FlashAttention-2's achieved rate (60 % on Ampere, 35 % on Hopper, from the FlashAttention-2 and
--3 papers; causal blocks skipped, a 2.5× backward), the bytes of the pointwise kernels an eager
-Hugging Face model runs (`sizing/kernels.py`: the fp32 round trip of RMSNorm, rotary
-embeddings, the gated activation, residual adds, LoRA's scale and add, the loss over the
-vocabulary; twice that in backward, once more with recomputation) at 80 % of the datasheet
-bandwidth, and 10 µs of host time per op dispatched (a kernel or a view). A kernel class takes
-the longer of its GPU time and its launches; the weights read once per pass stay the floor.
-`estimate` prints the bound (compute, memory or host) and the seconds of each part per
-micro-batch.
+
+- the linear layers' GEMMs, each at the GPU's maximum achievable matmul rate
+  (`sizing/data/kernel_efficiency.csv`: A100 SXM 85.9 %, H100 SXM 80.1 % of the dense peak,
+  measured by a brute-force shape search; 80 % where no measurement exists) times its wave
+  efficiency (128×128 output tiles over the GPU's SMs, `sizing/data/gpu_sms.csv`: a GEMM whose
+  last wave of tiles leaves SMs idle runs slower, which short micro-batches pay);
+- attention's FLOPs at FlashAttention-2's achieved rate (60 % on Ampere, 35 % on Hopper, from
+  the FlashAttention-2 and -3 papers; causal blocks skipped, a 2.5× backward);
+- the bytes of the pointwise kernels an eager Hugging Face model runs (`sizing/kernels.py`:
+  the fp32 round trip of RMSNorm, rotary embeddings, the gated activation, residual adds,
+  LoRA's scale and add, the loss over the vocabulary, a quantized base's dequantization;
+  twice that in backward, once more with recomputation) at 80 % of the datasheet bandwidth;
+- 10 µs of host time per op dispatched (a kernel or a view).
+
+A kernel class takes the longer of its GPU time and its launches; the weights read once per
+pass stay the floor. `estimate` prints the bound (compute, memory or host) and the seconds of
+each part per micro-batch.
 
 What it changed (tokens/s median error / rows within ±30 %): the previous revision had all
 rows 48.1 % / 25 of 76, the Qwen profile 54.6 % / 7 of 32, rows 0–75 36.6 % / 11 of 26, the
@@ -179,12 +184,12 @@ now a cost per backend (`sizing/kernels.py`, `dequant_cost`): bitsandbytes' one 
 
 Why the trainer tests (rows 108–125) are now the worst: we predict 1.6–3× faster for 16-bit
 and ~10× faster for QLoRA. That trainer's own code runs every job with
-`CUDA_LAUNCH_BLOCKING=1` (src/run/train.py, `env_setup`), which makes each launch wait for its
-kernel, and loads every module that is not quantized in fp32 unless `load_unnecessary_half` is
-set (src/models/llama3.py: `torch_dtype=torch.float16 if self.load16bit else torch.float32`), so
-its 4-bit runs likely compute attention, norms and the head in fp32 without FlashAttention.
-Neither is a property of the job the row describes, so they are named here, not modelled;
-the rows are kept.
+`CUDA_LAUNCH_BLOCKING=1` (src/run/train.py `env_setup`, as stored at 08823c7), which makes
+each launch wait for its kernel, and loads every module that is not quantized in fp32 unless
+`load_unnecessary_half` is set (src/models/llama3.py at 022f102: `torch_dtype=torch.float16
+if self.load16bit else torch.float32`), so its 4-bit runs likely compute attention, norms and
+the head in fp32 without FlashAttention. Neither is a property of the job the row describes,
+so they are named here, not modelled; the rows are kept.
 
 ## Where the model is weakest
 
@@ -219,8 +224,12 @@ the rows are kept.
   shorter than the 768 we time (full fine-tuning is now 189 % fast, BOFT 5×: its many small
   kernels per step are not in the kernel inventory); BERT-large in fp16 on a V100 is 2–3×
   fast (2021-era PyTorch and CPUs probably spend more than 10 µs per op); StarCoder's FSDP
-  rate includes evaluation and saving; the short Qwen rows (256–512 tokens) are still up to
-  1.9× fast: the trainer's own loop and autograd's bookkeeping are host work we do not count.
+  rate includes evaluation and saving. In the Qwen profile the misses left are full
+  fine-tuning at 256–512 tokens (DeepSpeed ZeRO-2 on one or two GPUs, 2.6–3.7× fast: its
+  per-step bucketed reduction and fp32 optimizer step over every parameter are not in the
+  kernel inventory) and the GPTQ-Int4 Q-LoRA rows at 512–2048 tokens (1.5–2.6× fast: they are
+  timed as a bitsandbytes base, whose one dequantization kernel per matmul is cheaper than
+  what auto-gptq's training path does; its cost was not read from its code).
 - **Hopper rows are fast across sources**: besides the trainer tests, NeMo Automodel's LoRA of
   Llama-3.3-70B on 8×H100 (row 73, 17.8 % MFU measured) is 3× faster in our model, and the H100
   row of the Llama-3.1-8B full run too; the A100 rows of the same kind (Qwen profile, Granite

@@ -15,6 +15,7 @@ one kernel that reads its inputs and writes its output once, and views cost noth
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from gpuscout.sizing.architectures import Architecture, Linear
@@ -204,8 +205,15 @@ def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = Fal
     """The pointwise traffic per token and the kernels per micro-batch of one forward.
     `autocast`: fp32 weights run under torch.autocast (mixed precision without sharding)."""
     t = _Tally()
-    for block in arch.blocks():
-        _block_forward(arch, job, block, ab, job.seq_len, t, autocast)
+    blocks = arch.blocks()
+    for kind, n in Counter(arch.block_kinds()).items():  # each kind of block once, times n
+        one = _Tally()
+        _block_forward(arch, job, blocks[kind], ab, job.seq_len, one, autocast)
+        t.bytes_ += n * one.bytes_
+        t.linear += n * one.linear
+        t.frozen += n * one.frozen
+        t.other += n * one.other
+        t.views += n * one.views
     # the embedding lookup, the final norm, the head and the loss's handful of kernels
     t.other += 1 + _norm(arch, ab, job.compile)[1] + 1 + LOSS_KERNELS
     return PassCost(pointwise_bytes=t.bytes_, loss_bytes=_loss_bytes(arch, job, ab),

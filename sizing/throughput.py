@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -46,6 +47,13 @@ from gpuscout.sizing.types import Bound, Dtype, JobSpec, TimeEstimate
 # stream's queue, so a micro-batch takes the longer of the GPU's work and the host's launches.
 EAGER_LAUNCH_S = 10e-6
 KERNEL_EFFICIENCY_CSV = Path(__file__).parent / "data" / "kernel_efficiency.csv"
+# Wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide", §3.2): a GEMM's
+# output is cut into tiles, one per SM at a time; when the tiles do not fill the last wave of
+# SMs, that wave runs partly idle. Tiles of 128×128 outputs are typical of cuBLAS for 16-bit
+# inputs (same guide, §2.3). SM counts per GPU: sizing/data/gpu_sms.csv (a source per row); a GPU
+# without one is timed without the effect.
+GPU_SMS_CSV = Path(__file__).parent / "data" / "gpu_sms.csv"
+TILE = 128
 # FlashAttention-2's backward runs five matmuls against the forward's two (Dao 2023, Alg. 2):
 # 2.5x the forward's FLOPs; causal masking lets it skip the blocks above the diagonal.
 FLASH_BACKWARD = 2.5
@@ -117,6 +125,53 @@ def kernel_efficiency(kind: str, gpu: GpuSpec) -> float:
         if (kind, key) in table:
             return table[kind, key]
     return table[kind, "*"]
+
+
+@cache
+def _sms() -> dict[str, int]:
+    with GPU_SMS_CSV.open(encoding="utf-8", newline="") as f:
+        return {r["canonical_id"]: int(r["sms"]) for r in csv.DictReader(f)}
+
+
+def wave_efficiency(m: int, n: int, sms: int | None) -> float:
+    """Share of the SMs' time a GEMM with an m×n output keeps busy over its waves of tiles."""
+    if not sms or m <= 0 or n <= 0:
+        return 1.0
+    tiles = -(-m // TILE) * -(-n // TILE)
+    waves = -(-tiles // sms)
+    return tiles / (waves * sms)
+
+
+def _linear_seconds(arch: Architecture, job: JobSpec, tokens: int, rate: float,
+                    sms: int | None) -> float:
+    """The base linears' GEMMs of one micro-batch, each at its own wave efficiency: forward
+    (tokens × d_out), the input gradient (tokens × d_in), the weight gradient when the weight
+    trains (d_out × d_in), and the forward again under recomputation."""
+    shapes: dict[tuple[int, int, int], int] = {}
+    blocks = arch.blocks()
+    for kind, n in Counter(arch.block_kinds()).items():
+        for m in blocks[kind]:
+            rows = tokens * arch.experts_per_token // m.count if m.group == "expert" else tokens
+            key = (rows, m.d_in, m.d_out)
+            shapes[key] = shapes.get(key, 0) + n * m.count
+    forwards = 1 + (1 if job.grad_checkpointing else 0)
+    full = job.method == "full"
+    seconds = 0.0
+    for (rows, d_in, d_out), count in shapes.items():
+        flops = 2.0 * rows * d_in * d_out * count
+        seconds += forwards * flops / (rate * wave_efficiency(rows, d_out, sms))
+        seconds += flops / (rate * wave_efficiency(rows, d_in, sms))
+        if full:
+            seconds += flops / (rate * wave_efficiency(d_out, d_in, sms))
+    # the output projection, outside the checkpointed blocks: forward and backward once
+    head = 2.0 * tokens * arch.hidden_size * arch.vocab_size if arch.output_projection_params \
+        else 0.0
+    if head:
+        seconds += head / (rate * wave_efficiency(tokens, arch.vocab_size, sms))
+        seconds += head / (rate * wave_efficiency(tokens, arch.hidden_size, sms))
+        if full:
+            seconds += head / (rate * wave_efficiency(arch.vocab_size, arch.hidden_size, sms))
+    return seconds + tokens * 6 * adapter_flops_params(arch, job) / rate
 
 
 def attention_flops_per_token(arch: Architecture, job: JobSpec) -> float:
@@ -205,7 +260,7 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     other_k = ((forwards + BACKWARD_FACTOR) * fwd.other_kernels
                + (forwards + 1) * fwd.view_ops)
     return MicroBatch(
-        matmul_s=tokens * matmul_flops_per_token(arch, job) / mm_rate,
+        matmul_s=_linear_seconds(arch, job, tokens, mm_rate, _sms().get(gpu.canonical_id)),
         attention_s=tokens * attention_flops_per_token(arch, job) / attn_rate,
         pointwise_s=pointwise / bandwidth,
         matmul_launch_s=matmul_k * EAGER_LAUNCH_S,

@@ -14,6 +14,7 @@ from gpuscout.sizing.throughput import (
     micro_batch,
     peak_tflops,
     time_estimate,
+    wave_efficiency,
 )
 from gpuscout.sizing.types import JobSpec
 
@@ -87,11 +88,25 @@ def test_kernel_efficiency_rows_and_defaults() -> None:
     assert kernel_efficiency("matmul", CAT.gpu("l4-24gb")) == 0.80  # not measured: the default
     assert kernel_efficiency("flash_attention", CAT.gpu("h100-sxm-80gb")) == 0.35  # Hopper
     assert kernel_efficiency("flash_attention", CAT.gpu("a100-pcie-40gb")) == 0.60  # Ampere
-    # the matmuls of a big micro-batch run at exactly that rate
+    # without an SM count (no wave quantization) the matmuls run at exactly that rate
+    a30 = CAT.gpu("a30-24gb")
     job = JobSpec(method="full", batch_size=8, seq_len=4096, grad_checkpointing=False)
-    mb = micro_batch(A, job, CAT.gpu("a100-sxm-80gb"), "bf16")
+    mb = micro_batch(A, job, a30, "bf16")
     tokens = 8 * 4096
-    assert mb.matmul_s == pytest.approx(tokens * 6 * N / (312e12 * 0.859), rel=1e-9)
+    assert mb.matmul_s == pytest.approx(
+        tokens * 6 * N / (peak_tflops(a30, "bf16") * 1e12 * 0.80), rel=1e-9)
+
+
+def test_wave_quantization_idles_the_last_wave() -> None:
+    # 512 tokens × 4096 outputs = 4 × 32 tiles of 128×128 on 108 SMs: two waves, the second
+    # 20 tiles full
+    assert wave_efficiency(512, 4096, 108) == pytest.approx(128 / 216)
+    assert wave_efficiency(128 * 108, 128, 108) == 1.0
+    assert wave_efficiency(512, 4096, None) == 1.0
+    a100 = CAT.gpu("a100-sxm-80gb")
+    short = micro_batch(A, JobSpec(batch_size=1, seq_len=512), a100, "bf16")
+    long = micro_batch(A, JobSpec(batch_size=1, seq_len=8192), a100, "bf16")
+    assert short.matmul_s * 16 > 1.1 * long.matmul_s  # per token, the short one is slower
 
 
 def test_attention_grows_with_sequence_and_eager_costs_more() -> None:
