@@ -224,10 +224,10 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
     method, _ = METHOD_MAP[method_key(r["method"])]
     base = r["base_dtype"].lower()
     quant, upcast, double_quant = "none", True, True
-    if "nf4" in base or "int4" in base:
+    if "gptq" in base and "int8" not in base:
+        quant, upcast = "gptq", False  # 4 bits + group scales; PEFT skips the fp32 upcast
+    elif "nf4" in base or "int4" in base:
         quant = "nf4"
-        if "gptq" in base:  # GPTQ: 4 bits + group scales; PEFT skips the fp32 upcast
-            upcast, double_quant = False, False
     elif "int8" in base:
         quant, upcast = "int8", "gptq" not in base
     if quant != "none" and method == "lora":

@@ -7,7 +7,7 @@ from typing import Literal
 Method = Literal["full", "lora", "qlora", "dora", "ia3", "prefix", "prompt", "adapter"]
 LoraTargets = Literal["qv", "attn", "all-linear"]
 Dtype = Literal["fp32", "fp16", "bf16"]
-Quant = Literal["none", "int8", "nf4"]
+Quant = Literal["none", "int8", "nf4", "gptq"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]

@@ -57,7 +57,8 @@ class Job(BaseModel):
     dtype: Dtype = Field(default="bf16", description="fp32|fp16|bf16 compute precision")
     quant: Quant = Field(
         default="none",
-        description="none|int8|nf4 base weights (qlora implies nf4)")
+        description="none|int8|nf4|gptq base weights (qlora implies nf4; gptq: a GPTQ or "
+                    "AWQ int4 checkpoint)")
     double_quant: bool = Field(default=True, description="NF4 double quantization of the scales")
     framework: Framework = Field(
         default="hf",

@@ -46,6 +46,9 @@ def dequant_cost(job: JobSpec) -> tuple[float, int]:
       torch.compile one fused kernel, as bitsandbytes.
     - LLM.int8 (Linear8bitLt): the int8 weight scaled back per row to 16 bits (read 1, write 2)
       around the row-wise activation quantization and outlier split (~4 kernels).
+    - GPTQ/AWQ int4: assumed to dequantize into a 16-bit buffer as bitsandbytes does (one
+      kernel, half a byte read and two written per weight); the training path of the GPTQ
+      kernels was not read.
     """
     if job.quant == "nf4":
         if job.nf4_backend == "torchao" and not job.compile:
@@ -54,6 +57,8 @@ def dequant_cost(job: JobSpec) -> tuple[float, int]:
                                  else 0)
     if job.quant == "int8":
         return 1.0 + 2.0, 4
+    if job.quant == "gptq":
+        return 0.5 + 2.0, 1
     return 0.0, 0
 
 

@@ -35,6 +35,11 @@ NF4_BYTES = 0.5 + FP32 / 64
 NF4_DQ_BYTES = 0.5 + 1 / 64 + FP32 / (64 * 256)
 # LLM.int8() (Dettmers et al. 2022): int8 weights plus one fp32 scale per output row.
 INT8_BYTES = 1.0
+# GPTQ (Frantar et al. 2022) and AWQ (Lin et al. 2023) checkpoints as transformers loads them:
+# 4-bit codes packed in int32 plus, per group of 128 inputs and per output, an fp16 scale and a
+# 4-bit zero point (quantize_config group_size 128, the default of both AutoGPTQ and AutoAWQ).
+GPTQ_GROUP = 128
+GPTQ_BYTES = 0.5 + (2 + 0.5) / GPTQ_GROUP
 
 # bitsandbytes 8-bit optimizers: two 8-bit states plus one fp32 absmax per 2048-value block
 # (Dettmers et al. 2021, "8-bit Optimizers via Block-wise Quantization").
@@ -185,7 +190,7 @@ def _uses_kbit_upcast(job: JobSpec) -> bool:
     TRL skips it for sharded QLoRA (ZeRO-3/FSDP), whose 4-bit params live in a bf16 storage
     type (PEFT docs accelerate/fsdp.md); GPTQ bases are skipped by PEFT itself.
     """
-    return (job.quant != "none" and job.upcast_non_quantized
+    return (job.quant in ("nf4", "int8") and job.upcast_non_quantized
             and job.sharding not in ("zero3", "fsdp"))
 
 
@@ -218,6 +223,8 @@ def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float
     linear = arch.linear_weight_params
     if job.quant == "nf4":
         return linear * nf4_bytes(job) + arch.non_linear_params * rest
+    if job.quant == "gptq":
+        return linear * GPTQ_BYTES + arch.non_linear_params * rest
     scales = sum(m.count * m.d_out for blk in arch.blocks() for m in blk) * FP32
     return linear * INT8_BYTES + scales + arch.non_linear_params * rest
 
@@ -498,6 +505,8 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
             unit_b = nf4_bytes(job)
         elif job.is_peft and job.quant == "int8":
             unit_b = INT8_BYTES
+        elif job.is_peft and job.quant == "gptq":
+            unit_b = GPTQ_BYTES
         else:
             unit_b = FP32 if dt == "fp32" else b
         if job.sharding == "fsdp":
@@ -516,7 +525,8 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         # trainable leaves, so the frozen head is re-cast and held each step).
         terms["autocast_copy"] += arch.output_projection_params * b
     if job.quant != "none":
-        # bitsandbytes dequantizes one weight matrix at a time to the compute dtype.
+        # bitsandbytes (and the GPTQ/AWQ kernels for many tokens) dequantize one weight
+        # matrix at a time to the compute dtype.
         biggest = max(m.d_in * m.d_out for blk in arch.blocks() for m in blk)
         terms["dequant_buffer"] = biggest * b
     else:

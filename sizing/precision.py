@@ -98,6 +98,13 @@ def decide(job: JobSpec, gpu: GpuSpec | None) -> PrecisionDecision:  # noqa: C90
         notes.append(f"{gpu.canonical_id} has no fast 16-bit path: running fp32")
 
     quant_ok, opt8_ok, why = bitsandbytes_support(gpu)
+    if job.quant == "gptq":
+        # GPTQ/AWQ kernels (AutoGPTQ/GPTQModel, AutoAWQ) build for CUDA and ROCm only
+        if kind not in ("nvidia", "amd"):
+            return PrecisionDecision(dtype=dtype, refusal="--quant gptq: GPTQ/AWQ kernels "
+                                     f"build for CUDA and ROCm, not {gpu.canonical_id}",
+                                     notes=tuple(notes))
+        quant_ok, why = True, None if opt8_ok else why
     if job.quant == "nf4" and job.nf4_backend == "torchao":
         # torchao's NF4Tensor is plain PyTorch tensor code: no bitsandbytes kernel involved.
         quant_ok = True
@@ -116,7 +123,7 @@ def decide(job: JobSpec, gpu: GpuSpec | None) -> PrecisionDecision:  # noqa: C90
                                  f"{why or 'no 8-bit optimizer kernels'}", notes=tuple(notes))
     if job.quant != "none" and why:
         notes.append(why)
-    if job.quant != "none" and kind == "nvidia" and (gpu.cuda_capability or 0) < 7.5:
+    if job.quant in ("nf4", "int8") and kind == "nvidia" and (gpu.cuda_capability or 0) < 7.5:
         notes.append("bitsandbytes recommends SM75+; expect slower 4/8-bit kernels")
 
     if job.flash_attention:

@@ -66,7 +66,7 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
         78, 79, 87, 88, 89, 99, 100]
     gptq = jobs[80]
     assert (gptq.method, gptq.quant, gptq.dtype, gptq.sharding, gptq.mixed_precision) == (
-        "qlora", "nf4", "fp16", "none", True)
+        "qlora", "gptq", "fp16", "none", True)
     pure = jobs[84]  # "bf16 (pure bf16 weights, amp off)"
     assert (pure.dtype, pure.mixed_precision) == ("bf16", False)
     assert (jobs[93].sharding, jobs[93].gpus) == ("zero2", 2)

@@ -160,3 +160,22 @@ def test_scaling_depends_on_interconnect_and_sharding() -> None:
     assert nvlink.scaling_efficiency > pcie.scaling_efficiency
     ddp = JobSpec(method="lora", gpus=8, sharding="ddp")
     assert time_estimate(A, ddp, CAT.gpu("l40s-48gb"), "bf16").scaling_efficiency > 0.95
+
+
+def test_gptq_base_is_an_int4_checkpoint_without_bitsandbytes() -> None:
+    from gpuscout.sizing.memory import GPTQ_BYTES, frozen_weight_bytes
+    from gpuscout.sizing.precision import decide
+
+    job = JobSpec(method="qlora", quant="gptq")
+    # 4-bit codes + an fp16 scale and a 4-bit zero per 128 inputs; PEFT upcasts nothing
+    assert GPTQ_BYTES == pytest.approx(0.5 + 2.5 / 128)
+    assert frozen_weight_bytes(A, job, "bf16") == pytest.approx(
+        A.linear_weight_params * GPTQ_BYTES + A.non_linear_params * 2)
+    assert decide(job, CAT.gpu("h100-sxm-80gb")).refusal is None
+    assert decide(job, CAT.gpu("mi300x-192gb")).refusal is None
+    refused = decide(job, CAT.gpu("tpu-v5p")).refusal
+    assert refused is not None and "CUDA and ROCm" in refused
+    # timed like a bitsandbytes base: one dequantization kernel per matmul and pass
+    h100 = CAT.gpu("h100-sxm-80gb")
+    nf4 = micro_batch(A, JobSpec(method="qlora", double_quant=False), h100, "bf16")
+    assert micro_batch(A, job, h100, "bf16").matmul_launch_s == nf4.matmul_launch_s
