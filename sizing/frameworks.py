@@ -27,6 +27,7 @@ GENERIC: dict[str, Any] = {
     "activation_offloading": False,
     "optimizer_in_backward": False,
     "compile": False,
+    "fused_kernels": False,
     "checkpoint_offload": False,
     "nf4_backend": "bitsandbytes",
     "train_embeddings": False,

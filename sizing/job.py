@@ -98,6 +98,10 @@ class Job(BaseModel):
                     "Liger/Unsloth fused, or Cut Cross-Entropy (default eager)")
     compile: bool | None = Field(
         default=None, description="torch.compile the model (default off)")
+    fused_kernels: bool | None = Field(
+        default=None,
+        description="fused Triton kernels for norms, rotary embeddings, the gated MLP and LoRA "
+                    "(Unsloth's own, or Liger's; default off)")
     optimizer_in_backward: bool | None = Field(
         default=None,
         description="step each parameter during backward and free its gradient (torchtune "

@@ -10,7 +10,8 @@ fp32 and back, apply_rotary_pos_emb rotates q and k with five tensor ops each, t
 act(gate) * up, PEFT's LoRA adds `B(A(x)) * scaling` to the frozen output). Backward reads each
 pointwise op's saved inputs and the incoming gradient and writes one gradient: twice the
 forward's bytes and kernels. Under torch.compile Inductor fuses each chain of pointwise ops into
-one kernel that reads its inputs and writes its output once, and views cost nothing.
+one kernel that reads its inputs and writes its output once, and views cost nothing; Unsloth's
+and Liger's Triton kernels (`fused_kernels`) fuse the same chains, while the views stay.
 """
 
 from __future__ import annotations
@@ -106,18 +107,24 @@ class _Tally:
     views: int = 0  # ops that launch nothing but pay the same dispatch (view, transpose, slice)
 
 
+def _fused(job: JobSpec) -> bool:
+    """Pointwise chains run as one kernel each: torch.compile, or hand-written Triton kernels."""
+    return job.compile or job.fused_kernels
+
+
 def _attention(arch: Architecture, job: JobSpec, group: str, ab: int, s_kv: int,
                t: _Tally) -> None:
-    compiled = job.compile
+    fused = _fused(job)
     if _rotary(arch) and group == "attn":
         width = arch.q_dim + arch.kv_dim  # q and k rotated
-        t.bytes_ += width * (2 * ab if compiled else 10 * ab)
-        t.other += 1 if compiled else 10
-        t.views += 0 if compiled else 6  # cos/sin unsqueezed, both halves of q and k sliced
+        t.bytes_ += width * (2 * ab if fused else 10 * ab)
+        t.other += 1 if fused else 10
+        t.views += 0 if fused else 6  # cos/sin unsqueezed, both halves of q and k sliced
     t.bytes_ += 2 * ab * arch.q_dim  # the output's transpose back to (tokens, heads·dim)
     t.other += 2  # the attention kernel and that copy
-    # q, k, v viewed as heads and transposed; the output transposed and reshaped back
-    t.views += 0 if compiled else 8
+    # q, k, v viewed as heads and transposed; the output transposed and reshaped back (views
+    # a compiled graph does not dispatch)
+    t.views += 0 if job.compile else 8
     if not job.flash_attention:
         # scores scaled, masked, softmax in fp32 and back, (dropout), per head and key
         dropout = 2 * ab + 1 if arch.model_type in DROPOUT_TYPES else 0
@@ -141,10 +148,10 @@ def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally,
     tokens_through = arch.experts_per_token if m.group == "expert" else m.count
     if job.method in ("lora", "qlora", "dora") and is_lora_target(m, job.lora_targets):
         # A and B matmuls, the scale and the add onto the frozen output
-        t.bytes_ += tokens_through * (2 if job.compile else 5) * ab * m.d_out
-        t.other += m.count * (3 if job.compile else 4)
+        t.bytes_ += tokens_through * (2 if _fused(job) else 5) * ab * m.d_out
+        t.other += m.count * (3 if _fused(job) else 4)
         # PEFT casts the input to the adapter's dtype (a no-op call that still dispatches)
-        t.views += 0 if job.compile else m.count
+        t.views += 0 if _fused(job) else m.count
         if job.method == "dora":
             t.other += m.count * 6  # the column norm of W + BA and the magnitude rescale
     elif job.method == "ia3" and m.name in ("k", "v", "qkv", "down"):
@@ -160,10 +167,10 @@ def _mlp(arch: Architecture, job: JobSpec, block: list[Linear], ab: int, t: _Tal
             continue
         f = next(m.d_in for m in mods if m.name == "down")
         if arch.gated_mlp:
-            t.bytes_ += through * (3 if job.compile else 5) * ab * f  # act(gate) * up
+            t.bytes_ += through * (3 if _fused(job) else 5) * ab * f  # act(gate) * up
         else:
             t.bytes_ += through * 2 * ab * f
-        kernels = 2 if arch.gated_mlp and not job.compile else 1
+        kernels = 2 if arch.gated_mlp and not _fused(job) else 1
         if group == "expert":
             # eager MoE loops over the experts: gather each one's tokens, scatter them back
             kernels = mods[0].count * (kernels + 3)
@@ -174,10 +181,10 @@ def _mlp(arch: Architecture, job: JobSpec, block: list[Linear], ab: int, t: _Tal
 def _block_forward(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,
                    s_kv: int, t: _Tally, autocast: bool) -> None:
     h = arch.hidden_size
-    norm_b, norm_k = _norm(arch, ab, job.compile, autocast)
+    norm_b, norm_k = _norm(arch, ab, _fused(job), autocast)
     n_norms = arch.norms_per_layer + (1 if any(m.group == "cross_attn" for m in block) else 0)
     t.bytes_ += n_norms * h * norm_b + 2 * 3 * ab * h  # the norms, two residual adds
-    t.other += n_norms * norm_k + (0 if job.compile else 2)
+    t.other += n_norms * norm_k + (0 if _fused(job) else 2)
     if arch.model_type in DROPOUT_TYPES:
         t.bytes_ += 2 * (2 * ab + 1) * h  # hidden dropout after attention and MLP (+ mask)
         t.other += 2
@@ -220,7 +227,7 @@ def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = Fal
         t.other += n * one.other
         t.views += n * one.views
     # the embedding lookup, the final norm, the head and the loss's handful of kernels
-    t.other += 1 + _norm(arch, ab, job.compile)[1] + 1 + LOSS_KERNELS
+    t.other += 1 + _norm(arch, ab, _fused(job))[1] + 1 + LOSS_KERNELS
     return PassCost(pointwise_bytes=t.bytes_, loss_bytes=_loss_bytes(arch, job, ab),
                     matmul_kernels=t.linear, other_kernels=t.other, view_ops=t.views,
                     frozen_matmul_kernels=t.frozen)

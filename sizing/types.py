@@ -74,6 +74,10 @@ class JobSpec(BaseModel):
     checkpoint_offload: bool = False
     optimizer_in_backward: bool = False
     compile: bool = False
+    fused_kernels: bool = Field(
+        default=False,
+        description="Triton kernels for the norms, rotary embeddings, the gated MLP and LoRA "
+                    "(Unsloth, Liger): each chain of pointwise ops is one kernel")
     nf4_backend: Nf4Backend = "bitsandbytes"
     train_embeddings: bool = False
     variable_lengths: bool = Field(

@@ -30,6 +30,7 @@ FLAGS = {
     "checkpoint_offload": "--checkpoint-offload/--no-checkpoint-offload",
     "activation_offloading": "--activation-offloading/--no-activation-offloading",
     "compile": "--compile/--no-compile",
+    "fused_kernels": "--fused-kernels/--no-fused-kernels",
     "optimizer_in_backward": "--optimizer-in-backward/--no-optimizer-in-backward",
     "train_embeddings": "--train-embeddings/--no-train-embeddings",
     "upcast_non_quantized": "--upcast-non-quantized/--no-upcast-non-quantized",

@@ -179,3 +179,30 @@ def test_gptq_base_is_an_int4_checkpoint_without_bitsandbytes() -> None:
     h100 = CAT.gpu("h100-sxm-80gb")
     nf4 = micro_batch(A, JobSpec(method="qlora", double_quant=False), h100, "bf16")
     assert micro_batch(A, job, h100, "bf16").matmul_launch_s == nf4.matmul_launch_s
+
+
+def test_fused_kernels_cut_pointwise_traffic_and_launches_but_keep_views() -> None:
+    l4 = CAT.gpu("l4-24gb")
+    job = JobSpec(method="qlora", batch_size=4, seq_len=4096, lora_targets="all-linear")
+    eager = micro_batch(A, job, l4, "bf16")
+    fused = micro_batch(A, job.model_copy(update={"fused_kernels": True}), l4, "bf16")
+    compiled = micro_batch(A, job.model_copy(update={"compile": True}), l4, "bf16")
+    assert fused.pointwise_s < 0.7 * eager.pointwise_s
+    assert fused.pointwise_s == pytest.approx(compiled.pointwise_s)
+    assert fused.matmul_s == eager.matmul_s
+    # Triton kernels still run under eager PyTorch: the views are dispatched as before
+    assert compiled.other_launch_s < fused.other_launch_s < eager.other_launch_s
+
+
+def test_unsloth_preset_turns_on_its_fused_kernels() -> None:
+    from gpuscout.sizing.job import Job
+
+    _, spec, notes = Job(model="Qwen/Qwen2.5-7B", method="qlora",
+                         framework="unsloth").resolve()
+    assert spec.fused_kernels is True
+    assert any("fused_kernels=true" in n for n in notes)
+    _, hf, _ = Job(model="Qwen/Qwen2.5-7B", method="qlora").resolve()
+    assert hf.fused_kernels is False
+    _, off, _ = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="unsloth",
+                    fused_kernels=False).resolve()
+    assert off.fused_kernels is False
