@@ -60,6 +60,7 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
     from bench.catalogs import PROVIDERS, market_offers
     from gpuscout.core.catalog import GPUS_CSV
     from gpuscout.pipeline.profiles import profiles_table
+    from gpuscout.pipeline.recommend.facts import store_facts
     from gpuscout.warehouse.connection import connect
     from gpuscout.warehouse.load import (
         merge_offers,
@@ -83,6 +84,7 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
             part = offers.filter(pc.equal(offers["provider"], provider))
             with transaction(con):
                 merge_offers(con, part, provider=provider, run_id=f"market-{i}", complete=True)
+        store_facts(con)  # what a refresh leaves at the end of its write session
         held = con.execute(
             "SELECT (SELECT count(*) FROM offer_versions), (SELECT count(*) FROM current_offers)"
         ).fetchone()

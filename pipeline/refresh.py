@@ -52,6 +52,7 @@ from gpuscout.pipeline.quality import (
     refresh_refusal,
     unread_rows,
 )
+from gpuscout.pipeline.recommend.facts import store_facts
 from gpuscout.pipeline.settings import Settings, credentials
 from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect, writer_lock
@@ -281,6 +282,8 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
                 records.append(record)
                 if progress:
                     progress(outcome.provider, record)
+            # after the loads: what a recommendation ranks from, current with what they wrote
+            store_facts(con)
     return RunReport(run_id=run_id, mode=source.mode, started_at=started,
                      finished_at=now_utc(), providers=records, fx=fx_outcome)
 

@@ -1,7 +1,8 @@
 """The recommendation use case: feasible offers, whole-run cost, ranking and reasons.
 
 Everything of it is in this package: the request and result types, the per-shape sizing
-(`plans.py`) and the SQL that prices and ranks the offers (`shapes.sql`, `rank.sql`).
+(`plans.py`), the per-offer facts kept for it (`facts.py`) and the SQL that prices and
+ranks the offers (`shapes.sql`, `rank.sql`).
 """
 
 from gpuscout.pipeline.recommend.rank import recommend

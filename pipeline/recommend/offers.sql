@@ -1,56 +1,10 @@
 -- The `offers` CTE that shapes.sql and rank.sql both start from (rank.py puts it in place of
--- {offers}): the current offers a recommendation may use, with their provider's facts and
--- their placement key, and whether the provider's prices were last read live or replayed
--- from recorded captures. An aggregator's offer (`$aggregators`: it resells another cloud's
--- machine, named in provider_data.cloud, spelt as the warehouse spells it through
--- `$cloud_from` -> `$cloud_to`) carries `resold_from`, and `direct_twin` when that cloud is read
--- directly with the same GPU, count and pricing: the machine is then counted once, as the
--- direct offer. Parameters: $providers, $region, $spot_policy, $min_gpus_multi_node,
--- $default_max_nodes, $aggregators, $cloud_from, $cloud_to.
+-- {offers}): the current offers a request may use, with their per-offer facts. The name
+-- `recommend_offers` is the facts table facts.py makes current on the connection first (the
+-- warehouse's own, or one built for this connection; see facts.py). Parameters: $providers,
+-- $region, $spot_policy.
 offers AS (
-    SELECT o.* EXCLUDE (billing_increment_s),
-           -- an offer's own billing granularity wins over its provider's profile
-           coalesce(o.billing_increment_s, p.billing_increment_s) AS billing_increment_s,
-           p.min_charge_s, p.storage_usd_per_gb_month,
-           p.egress_usd_per_gb, p.spot_notice_s, p.spot_pricing,
-           -- the fabric between machines: the offer's own, else its provider's profile; only
-           -- full 8-GPU machines are placed on several
-           CASE WHEN o.gpu_count >= $min_gpus_multi_node
-                THEN coalesce(nullif(o.network, 'unknown'), p.multinode_fabric) END AS fabric,
-           CASE WHEN fabric IS NULL THEN NULL
-                WHEN o.network <> 'unknown' THEN 'offer'
-                ELSE 'provider profile' END                                 AS fabric_source,
-           CASE WHEN fabric IS NULL THEN NULL
-                WHEN o.network <> 'unknown'
-                    THEN coalesce(o.network_gbps,
-                                  CASE WHEN p.multinode_fabric = o.network
-                                       THEN p.multinode_gbps END)
-                ELSE p.multinode_gbps END                                   AS fabric_gbps,
-           -- the most machines one cluster may have: the offer's own GPU limit, else the
-           -- profile's, else the stated default
-           CAST(floor(TRY_CAST(json_extract_string(o.provider_data, '$.max_gpus') AS DOUBLE)
-                      / o.gpu_count) AS INTEGER)                             AS offer_max_nodes,
-           CASE WHEN fabric IS NULL THEN NULL
-                ELSE coalesce(offer_max_nodes, p.max_cluster_nodes, $default_max_nodes)
-           END                                                              AS max_nodes,
-           CASE WHEN fabric IS NULL THEN NULL
-                WHEN offer_max_nodes IS NOT NULL THEN 'offer'
-                WHEN p.max_cluster_nodes IS NOT NULL THEN 'provider profile'
-                ELSE 'assumed' END                                          AS max_nodes_source,
-           coalesce(m.last_mode = 'replay', false)                          AS replayed,
-           CASE WHEN list_contains($aggregators, o.provider)
-                THEN coalesce($cloud_to[list_position($cloud_from,
-                                  json_extract_string(o.provider_data, '$.cloud'))],
-                              json_extract_string(o.provider_data, '$.cloud')) END AS resold_from,
-           resold_from IS NOT NULL AND EXISTS (
-               SELECT 1 FROM current_offers d
-               WHERE d.provider = resold_from AND d.gpu_id = o.gpu_id
-                 AND d.gpu_count = o.gpu_count AND d.pricing_model = o.pricing_model
-           )                                                                AS direct_twin
-    FROM current_offers o
-    LEFT JOIN provider_profiles p USING (provider)
-    LEFT JOIN (SELECT provider, arg_max(mode, started_at) AS last_mode
-               FROM refresh_run_log WHERE status = 'ok' GROUP BY provider) m USING (provider)
+    SELECT * FROM recommend_offers o
     WHERE ($providers IS NULL OR list_contains($providers, o.provider))
       AND ($region IS NULL OR o.region ILIKE '%' || $region || '%'
            OR o.geography = lower($region))

@@ -11,9 +11,12 @@ job; then the fewest machines that hold it are taken, up to the offer's cluster 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pyarrow as pa
 
-from gpuscout.core.catalog import Catalog
+from gpuscout.core.catalog import Catalog, GpuSpec
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.peft import trainable_params
 from gpuscout.sizing.plan import NodePlan, NodeShape, plan_node
@@ -65,14 +68,12 @@ def node_counts(max_nodes: int) -> tuple[int, ...]:
     return counts + ((max_nodes,) if max_nodes >= 2 and max_nodes not in counts else ())
 
 
-def _cluster(arch: Architecture, job: JobSpec, catalog: Catalog, single: NodePlan,
+def _cluster(arch: Architecture, job: JobSpec, gpu: GpuSpec, single: NodePlan,
              fabric: str, gbps: float, max_nodes: int, tokens: int) -> NodePlan:
-    gpu = catalog.gpu(single.shape.gpu_id)
     last = single
     for nodes in node_counts(max_nodes):
-        last = plan_node(arch, job, gpu, NodeShape(
-            gpu_id=single.shape.gpu_id, gpus_per_node=single.shape.gpus_per_node,
-            nodes=nodes, fabric=fabric, fabric_gbps=gbps), tokens)
+        last = _plan(arch, job, gpu, single.shape.gpu_id, single.shape.gpus_per_node, tokens,
+                     nodes=nodes, fabric=fabric, fabric_gbps=gbps)
         if last.feasible:
             return last
     if last is not single and last.reason:
@@ -82,34 +83,70 @@ def _cluster(arch: Architecture, job: JobSpec, catalog: Catalog, single: NodePla
     return last
 
 
+# The sizing model is pure: a plan is a function of the job, the GPU, the machine shape and
+# the tokens alone, so it is kept (by value) across recommendations, which then size only the
+# shapes they have not met before. The plans returned are shared: read them, never change them.
+PLAN_CACHE_SIZE = 8192
+_plans: dict[tuple[object, ...], NodePlan] = {}
+
+
+def clear_plans() -> None:
+    """Forget every plan kept (they are sized again when next asked for)."""
+    _plans.clear()
+
+
+def _kept(key: tuple[object, ...], make: Callable[[], NodePlan]) -> NodePlan:
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) >= PLAN_CACHE_SIZE:
+            _plans.clear()
+        plan = _plans[key] = make()
+    return plan
+
+
+def _plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, gpu_id: str, gpus_per_node: int,
+          tokens: int, *, nodes: int = 1, fabric: str | None = None,
+          fabric_gbps: float | None = None) -> NodePlan:
+    return _kept(("node", arch, job, gpu, gpu_id, gpus_per_node, nodes, fabric, fabric_gbps,
+                  tokens), lambda: plan_node(arch, job, gpu, NodeShape(
+                      gpu_id=gpu_id, gpus_per_node=gpus_per_node, nodes=nodes, fabric=fabric,
+                      fabric_gbps=fabric_gbps), tokens))
+
+
+def placement_plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, key: dict[str, Any],
+                   tokens: int) -> NodePlan:
+    """The plan of one placement (a row of shapes.sql): its machine shape sized once and,
+    where the machine hits the memory wall and has a fabric, the fewest machines of its
+    cluster that hold the job."""
+    gpu_id, per_node, fabric = key["gpu_id"], key["gpus_per_node"], key["fabric"]
+
+    def place() -> NodePlan:
+        plan = _plan(arch, job, gpu, gpu_id, per_node, tokens)
+        if (not plan.feasible and plan.reason and plan.reason.startswith("memory wall")
+                and fabric and per_node >= MIN_GPUS_FOR_MULTI_NODE):
+            gbps = key["fabric_gbps"] or FABRIC_ASSUMED_GBPS.get(fabric, 100.0)
+            plan = _cluster(arch, job, gpu, plan, fabric, gbps,
+                            key["max_nodes"] or DEFAULT_MAX_CLUSTER_NODES, tokens)
+        return plan
+
+    return _kept(("placement", arch, job, gpu, gpu_id, per_node, fabric, key["fabric_gbps"],
+                  key["max_nodes"], tokens), place)
+
+
 def plan_shapes(arch: Architecture, job: JobSpec, shapes: pa.Table, tokens: int,
                 catalog: Catalog) -> list[tuple[dict, NodePlan]]:
-    """One plan per row of `shapes` (its placement key), sized once per machine shape and,
-    where the machine hits the memory wall and has a fabric, once per cluster."""
-    singles: dict[tuple[str, int], NodePlan] = {}
-    out = []
-    for key in shapes.to_pylist():
-        shape = (key["gpu_id"], key["gpus_per_node"])
-        if shape not in singles:
-            singles[shape] = plan_node(arch, job, catalog.gpu(shape[0]), NodeShape(
-                gpu_id=shape[0], gpus_per_node=shape[1]), tokens)
-        plan = singles[shape]
-        fabric = key["fabric"]
-        if (not plan.feasible and plan.reason and plan.reason.startswith("memory wall")
-                and fabric and shape[1] >= MIN_GPUS_FOR_MULTI_NODE):
-            gbps = key["fabric_gbps"] or FABRIC_ASSUMED_GBPS.get(fabric, 100.0)
-            plan = _cluster(arch, job, catalog, plan, fabric, gbps,
-                            key["max_nodes"] or DEFAULT_MAX_CLUSTER_NODES, tokens)
-        out.append((key, plan))
-    return out
+    """One plan per row of `shapes` (its placement key; see `placement_plan`)."""
+    return [(key, placement_plan(arch, job, catalog.gpu(key["gpu_id"]), key, tokens))
+            for key in shapes.to_pylist()]
 
 
 def plans_table(plans: list[tuple[dict, NodePlan]], *, checkpoint_gb: float,
                 write_gbps: float, hw_failures_per_gpu_hour: float) -> pa.Table:
-    """The plans as the SQL joins them: the placement key, then the plan, its checkpoint write
-    time and, across machines, the hardware failure rate of all its GPUs."""
+    """The plans as the SQL joins them: an id, the placement key, then the plan, its
+    checkpoint write time and, across machines, the hardware failure rate of all its GPUs."""
     return pa.Table.from_pylist([{
-        "gpu_id": k["gpu_id"], "gpus_per_node": k["gpus_per_node"], "fabric": k["fabric"],
+        "plan_id": i, "gpu_id": k["gpu_id"], "gpus_per_node": k["gpus_per_node"],
+        "fabric": k["fabric"],
         "fabric_gbps": k["fabric_gbps"], "max_nodes": k["max_nodes"],
         "nodes": p.shape.nodes, "feasible": p.feasible, "reason": p.reason,
         "sharding": p.sharding, "dtype": p.dtype, "peak_gb_per_gpu": p.peak_gb_per_gpu,
@@ -125,8 +162,9 @@ def plans_table(plans: list[tuple[dict, NodePlan]], *, checkpoint_gb: float,
         # hardware MTBF at this rate is > 6,000 h, which the model leaves out)
         "hw_interrupts_per_hour": (hw_failures_per_gpu_hour * p.shape.gpus
                                    if p.shape.nodes > 1 else 0.0),
-    } for k, p in plans], schema=pa.schema([
-        ("gpu_id", pa.string()), ("gpus_per_node", pa.int32()), ("fabric", pa.string()),
+    } for i, (k, p) in enumerate(plans)], schema=pa.schema([
+        ("plan_id", pa.int32()), ("gpu_id", pa.string()), ("gpus_per_node", pa.int32()),
+        ("fabric", pa.string()),
         ("fabric_gbps", pa.float64()), ("max_nodes", pa.int32()), ("nodes", pa.int32()),
         ("feasible", pa.bool_()), ("reason", pa.string()), ("sharding", pa.string()),
         ("dtype", pa.string()), ("peak_gb_per_gpu", pa.float64()),

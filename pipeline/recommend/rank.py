@@ -1,7 +1,9 @@
 """Which current offer finishes a fine-tuning run cheapest (or fastest), and why.
 
-`shapes.sql` lists the placements on offer (machine shape, and for offers that can span
-machines their fabric and cluster size), `plans.py` sizes the job once per placement, and
+`facts.py` makes the per-offer facts that no job changes current on the connection (the
+table a refresh stores, or one built there), `shapes.sql` lists the placements on offer
+(machine shape, and for offers that can span machines their fabric and cluster size),
+`plans.py` sizes the job once per placement (and keeps the plans across calls), and
 `rank.sql` prices every offer against those plans (checkpoints, interruptions, billing
 granularity, storage, egress, price age) and ranks them. Nothing loops over offers.
 
@@ -25,15 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from gpuscout.core.catalog import Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import DataError
+from gpuscout.pipeline.recommend.facts import use_facts
 from gpuscout.pipeline.recommend.managed import managed_quotes
 from gpuscout.pipeline.recommend.plans import (
-    DEFAULT_MAX_CLUSTER_NODES,
     MIN_GPUS_FOR_MULTI_NODE,
     plan_shapes,
     plans_table,
@@ -67,11 +67,6 @@ BID_INTERRUPTS_PER_HOUR = 0.05
 MARKET_INTERRUPTS_PER_HOUR = -math.log(1 - 0.25) / 730
 # A price observed longer ago than this is called out in the reasons.
 PRICE_AGE_WARN_DAYS = 30
-# Providers that resell other clouds' machines; their adapters keep the cloud in
-# provider_data.cloud (adapters/shadeform.py, adapters/primeintellect.py), in the aggregator's
-# spelling where it differs from the warehouse's provider id.
-AGGREGATORS = ("shadeform", "primeintellect")
-CLOUD_NAMES = {"lambdalabs": "lambda"}
 # The --explain list: at most this many cheaper offers that were rejected.
 REJECTED_SHOWN = 20
 
@@ -113,16 +108,14 @@ def expected_run_s(compute_s: float, write_s: float, interval_s: float, losing_p
 
 
 def offer_filters(req: RecommendRequest) -> dict[str, object]:
-    """The parameters of offers.sql (the offers a request may use, and their placement)."""
-    return {"providers": req.providers or None, "region": req.region,
-            "spot_policy": req.spot, "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
-            "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES, "aggregators": list(AGGREGATORS),
-            "cloud_from": list(CLOUD_NAMES), "cloud_to": list(CLOUD_NAMES.values())}
+    """The parameters of offers.sql (the offers a request may use)."""
+    return {"providers": req.providers or None, "region": req.region, "spot_policy": req.spot}
 
 
 def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
               req: RecommendRequest, catalog: Catalog | None = None) -> Recommendation:
     catalog = catalog or load_catalog()
+    use_facts(con)
     filters = offer_filters(req)
     checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
     storage_gb = derived_storage if req.storage_gb is None else req.storage_gb
@@ -135,48 +128,64 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
         plans, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
         hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR))
     try:
-        every = req.checkpoint_every_min
-        table = run_query(con, _sql("rank"), {
-            **filters, "objective": req.objective, "max_hours": req.max_hours,
-            "checkpoint_s": None if every is None else every * 60.0,
-            "min_interval_s": MIN_CHECKPOINT_INTERVAL_S, "checkpoint_gb": checkpoint_gb,
-            "write_gbps": CHECKPOINT_WRITE_GBPS, "restart_s": req.restart_s,
-            "storage_gb": storage_gb, "egress_gb": egress_gb,
-            "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
-            "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
-            "hw_failures_per_gpu_hour": HARDWARE_FAILURES_PER_GPU_HOUR,
-            "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
-            "dtype": job.dtype, "max_age_days": req.max_price_age_days,
-            "limit": req.limit, "rejected_shown": REJECTED_SHOWN,
-        })
+        rows = _fetch(con, _sql("rank"), {
+            **filters, **_rank_params(req, job, checkpoint_gb=checkpoint_gb,
+                                      storage_gb=storage_gb, egress_gb=egress_gb)})
     finally:
         con.unregister("plans")
-    part = pc.field("part")
-    accepted = table.filter(part == "ranked")
-    rejected = table.filter(part == "rejected")
-    totals = _totals(table)
+    totals = _totals(rows)
     return Recommendation(
         model_id=arch.model_id, method=job.method, tokens=req.tokens,
         storage_gb=round(storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
         egress_gb=round(egress_gb, 3), shapes_evaluated=len(plans),
         offers_evaluated=totals["offers_evaluated"],
-        ranked=[RankedOffer.model_validate(r) for r in accepted.to_pylist()],
-        rejected_cheaper=[RejectedOffer.model_validate(r) for r in rejected.to_pylist()],
+        ranked=[RankedOffer.model_validate(r) for r in rows if r["part"] == "ranked"],
+        rejected_cheaper=[RejectedOffer.model_validate(r) for r in rows
+                          if r["part"] == "rejected"],
         price_notes=price_notes(totals, req.max_price_age_days),
         managed=managed_quotes(arch.model_id, arch.total_params / 1e9, job.method, req.tokens),
     )
+
+
+def _rank_params(req: RecommendRequest, job: JobSpec, *, checkpoint_gb: float,
+                 storage_gb: float, egress_gb: float) -> dict[str, object]:
+    """The parameters of rank.sql besides those of offers.sql."""
+    every = req.checkpoint_every_min
+    return {
+        "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
+        "objective": req.objective, "max_hours": req.max_hours,
+        "checkpoint_s": None if every is None else every * 60.0,
+        "min_interval_s": MIN_CHECKPOINT_INTERVAL_S, "checkpoint_gb": checkpoint_gb,
+        "write_gbps": CHECKPOINT_WRITE_GBPS, "restart_s": req.restart_s,
+        "storage_gb": storage_gb, "egress_gb": egress_gb,
+        "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
+        "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
+        "hw_failures_per_gpu_hour": HARDWARE_FAILURES_PER_GPU_HOUR,
+        "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
+        "dtype": job.dtype, "max_age_days": req.max_price_age_days,
+        "limit": req.limit, "rejected_shown": REJECTED_SHOWN,
+    }
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, sql: str,
+           params: dict[str, object]) -> list[dict[str, Any]]:
+    """The rows of a query that returns a few: run once (a relation is bound first, which
+    costs as much as planning this query again), as the Python values Arrow would give."""
+    cursor = con.execute(sql, params)
+    names = [d[0] for d in cursor.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 TOTALS = ("offers_evaluated", "replayed_offers", "replayed_providers", "replayed_from",
           "replayed_to", "too_old_offers")
 
 
-def _totals(table: pa.Table) -> dict[str, Any]:
+def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The totals over every offer priced, which rank.sql repeats on each row it returns."""
-    if table.num_rows == 0:
+    if not rows:
         return {"offers_evaluated": 0, "replayed_offers": 0, "replayed_providers": [],
                 "replayed_from": None, "replayed_to": None, "too_old_offers": 0}
-    return {name: table[name][0].as_py() for name in TOTALS}
+    return {name: rows[0][name] for name in TOTALS}
 
 
 def price_notes(totals: dict[str, Any], max_age_days: float | None) -> list[str]:

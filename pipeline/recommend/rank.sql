@@ -1,5 +1,5 @@
 -- Every current offer priced for one fine-tuning run, set-wise. `plans` (Arrow, one row per
--- placement: gpu_id, gpus_per_node, fabric, fabric_gbps, max_nodes) says whether and how the
+-- placement: plan_id, gpu_id, gpus_per_node, fabric, fabric_gbps, max_nodes) says whether and how the
 -- job fits, on how many machines, how long it computes, how long one checkpoint takes to write
 -- and how often its GPUs fail; this query adds checkpoints, interruptions, billing, storage,
 -- egress and price age, and ranks. Every offer is priced and counted, but only the rows shown
@@ -7,8 +7,10 @@
 -- `$rejected_shown` of those that cannot serve the run (part 'rejected', with
 -- `rejected_because`): cheaper by the hour than the winner, the most GPU memory first, so that
 -- `--explain` can say why a cheaper offer lost. Each row also carries the totals over every
--- offer (offers_evaluated, the replayed ones, those set aside by age). Parameters:
---   those of offers.sql, $objective (cost|time|balanced), $max_hours, $checkpoint_s (NULL:
+-- offer (offers_evaluated, the replayed ones, those set aside by age). Every offer is priced
+-- once into the narrow `priced`; the wide columns and the reasons are read for the rows shown
+-- only. Parameters:
+--   those of offers.sql, $min_gpus_multi_node, $objective (cost|time|balanced), $max_hours, $checkpoint_s (NULL:
 --   Young/Daly per offer), $min_interval_s, $checkpoint_gb, $write_gbps, $restart_s,
 --   $storage_gb, $egress_gb, $bid_interrupts_per_hour, $market_interrupts_per_hour,
 --   $hw_failures_per_gpu_hour (for the reasons), $now, $stale_days, $dtype (precision asked),
@@ -16,19 +18,9 @@
 --   $limit, $rejected_shown
 WITH {offers},
 joined AS (
-    SELECT o.*, pl.nodes, pl.feasible, pl.sharding, pl.dtype, pl.peak_gb_per_gpu,
-           pl.need_gb_per_gpu, pl.usable_gb_per_gpu, pl.hours, pl.tokens_per_s,
-           pl.fabric_gbps_used, pl.ring_gbs, pl.scaling_efficiency, pl.checkpoint_writers,
+    SELECT o.*, pl.plan_id, pl.nodes, pl.feasible, pl.usable_gb_per_gpu, pl.hours,
            pl.checkpoint_write_s AS write_s, pl.hw_interrupts_per_hour,
-           CASE
-               WHEN o.direct_twin
-                   THEN printf('resold %s machine, also read from %s directly: counted once, '
-                               || 'as the direct offer', o.resold_from, o.resold_from)
-               WHEN o.gpu_id IS NULL THEN 'unknown GPU label ' || o.gpu_label
-               WHEN o.gpu_count < 1 OR o.gpu_count <> floor(o.gpu_count)
-                   THEN 'fractional GPU share'
-               WHEN json_extract_string(o.provider_data, '$.price_scope') = 'gpu_component'
-                   THEN 'GPU component price only: CPU and RAM are billed on top'
+           coalesce(o.offer_reject, CASE
                WHEN pl.feasible IS NULL THEN 'no sizing plan for this machine shape'
                WHEN NOT pl.feasible THEN pl.reason
                    || CASE WHEN pl.reason LIKE 'memory wall%' AND o.fabric IS NULL
@@ -36,7 +28,7 @@ joined AS (
                            THEN '; no inter-node fabric known for ' || o.provider
                                 || ': not placed on several machines'
                            ELSE '' END
-           END AS reject_reason
+           END) AS reject_reason
     FROM offers o
     LEFT JOIN plans pl
         ON pl.gpu_id = o.gpu_id AND pl.gpus_per_node = CAST(o.gpu_count AS INTEGER)
@@ -51,34 +43,18 @@ rates AS (
         CASE
             WHEN pricing_model <> 'spot' THEN 0.0
             -- AWS Spot Advisor: share of instances interrupted in a month, band midpoint
-            WHEN json_extract_string(provider_data, '$.interruption_band') IS NOT NULL THEN
-                -ln(1 - CASE json_extract_string(provider_data, '$.interruption_band')
+            WHEN interruption_band IS NOT NULL THEN
+                -ln(1 - CASE interruption_band
                     WHEN '<5%' THEN 0.025 WHEN '5-10%' THEN 0.075 WHEN '10-15%' THEN 0.125
                     WHEN '15-20%' THEN 0.175 ELSE 0.25 END) / 730.0
             WHEN spot_pricing IN ('market', 'fixed_discount') THEN $market_interrupts_per_hour
             -- bid marketplaces, and spot whose mechanics are unknown: the cautious rate
             ELSE $bid_interrupts_per_hour
-        END AS machine_interrupts_per_hour,
-        CASE
-            WHEN pricing_model <> 'spot' THEN NULL
-            WHEN json_extract_string(provider_data, '$.interruption_band') IS NOT NULL
-                THEN 'AWS Spot Advisor band '
-                     || json_extract_string(provider_data, '$.interruption_band') || '/month'
-            WHEN spot_pricing IN ('market', 'fixed_discount')
-                THEN 'assumed: cloud spot at AWS''s worst Spot Advisor band'
-            WHEN spot_pricing = 'bid' THEN 'assumed: outbid marketplace, no published rate'
-            ELSE 'assumed: spot mechanics unknown, no published rate'
-        END AS interruption_source
+        END AS machine_interrupts_per_hour
     FROM joined
 ),
 chosen AS (
-    -- the offer's columns nothing below reads are dropped here: what is carried on through
-    -- every offer's pricing is kept narrow
-    SELECT * EXCLUDE (provider_data, source_url, instance_type, gpu_label, fractional_gpu,
-                      vram_gb, memory_type, form_factor, interconnect_gbps, network,
-                      network_gbps, price_kind, currency, price_per_hour, geography, zone,
-                      vcpus, ram_gb, disk_gb, available_count, observed_at, valid_from,
-                      opened_by_run, provider_last_success_at),
+    SELECT *,
         -- an interruption of any machine stops the whole job
         machine_interrupts_per_hour * nodes AS spot_interrupts_per_hour,
         -- a notice long enough to write a checkpoint saves the work since the last one
@@ -128,8 +104,6 @@ costed AS (
         $storage_gb * coalesce(storage_usd_per_gb_month, 0) * expected_s / 3600 / 730
             AS storage_usd,
         $egress_gb * coalesce(egress_usd_per_gb, 0) AS egress_usd,
-        -- the age of the price: since the refresh that last saw it
-        date_diff('day', last_seen_at, CAST($now AS TIMESTAMPTZ)) AS price_age_days,
         NOT replayed AND $max_age_days IS NOT NULL
             AND epoch(CAST($now AS TIMESTAMPTZ)) - epoch(last_seen_at)
                 > $max_age_days * 86400 AS too_old
@@ -145,9 +119,12 @@ ranked AS (
 scored AS (
     SELECT *,
         coalesce(reject_reason,
+            -- price_age_days (see `shown`), computed only for the offers it sets aside: a
+            -- calendar difference in the session's time zone is dear over every offer
             CASE WHEN too_old
                  THEN printf('price last seen %d days ago, older than --max-price-age %g days',
-                             price_age_days, $max_age_days) END,
+                             date_diff('day', last_seen_at, CAST($now AS TIMESTAMPTZ)),
+                             $max_age_days) END,
             CASE WHEN expected_s IS NULL
                  THEN printf('interrupted too often (%.3f/h over %d machine(s)) for %.0f-min '
                              || 'checkpoints: it would never finish', interrupts_per_hour, nodes,
@@ -171,6 +148,19 @@ scored AS (
         END AS objective_value
     FROM ranked
 ),
+-- every offer priced once, narrow: what the totals, the ranking, the on-demand comparison
+-- and the rows shown read (the rest of an offer is joined to the rows shown only)
+priced AS MATERIALIZED (
+    SELECT fact_id, plan_id, provider, offer_key, gpu_id, gpu_count, nodes, pricing_model,
+           price_usd_per_hour, usable_gb_per_gpu, last_seen_at, replayed, compute_s,
+           machine_interrupts_per_hour, spot_interrupts_per_hour, notice_saves,
+           interrupts_per_hour, losing_per_hour, young_daly_s, interval_s, checkpoint_total_s,
+           loss_share, expected_s, expected_interruptions, billed_s, compute_usd, storage_usd,
+           egress_usd, total_usd, expected_hours, rejected_because, no_stock,
+           spot_last, objective_value,
+           reject_reason IS NULL AND expected_s IS NOT NULL AND NOT too_slow AS runs
+    FROM scored
+),
 totals AS (
     SELECT count(*) AS offers_evaluated,
            count(*) FILTER (WHERE replayed) AS replayed_offers,
@@ -179,10 +169,10 @@ totals AS (
            max(last_seen_at) FILTER (WHERE replayed) AS replayed_to,
            count(*) FILTER (WHERE starts_with(rejected_because, 'price last seen'))
                AS too_old_offers
-    FROM scored
+    FROM priced
 ),
 best AS (
-    SELECT * FROM scored WHERE rejected_because IS NULL
+    SELECT * FROM priced WHERE rejected_because IS NULL
     ORDER BY no_stock, spot_last, objective_value, total_usd, provider, offer_key
     LIMIT $limit
 ),
@@ -190,7 +180,7 @@ cheaper_rejected AS (
     -- cheaper by the hour than the winner (all of them when nothing can serve the run), the
     -- machines with the most GPU memory first (the nearest to holding the job: a big machine
     -- that is not sold as a cluster, not the smallest cards), then the cheapest
-    SELECT * FROM scored
+    SELECT * FROM priced
     WHERE rejected_because IS NOT NULL
       AND coalesce(price_usd_per_hour < (
               SELECT price_usd_per_hour FROM best
@@ -211,19 +201,39 @@ picked AS (
 -- measured against
 on_demand AS (
     SELECT provider, gpu_id, gpu_count, nodes,
-           min(total_usd) FILTER (WHERE reject_reason IS NULL AND expected_s IS NOT NULL
-                                    AND NOT too_slow) AS od_total_usd
-    FROM scored WHERE pricing_model = 'on_demand'
+           min(total_usd) FILTER (WHERE runs) AS od_total_usd
+    FROM priced WHERE pricing_model = 'on_demand'
     GROUP BY ALL
 ),
 on_demand_price AS (
     SELECT provider, gpu_id, gpu_count, min(price_usd_per_hour) AS od_price_usd_per_hour
-    FROM scored WHERE pricing_model = 'on_demand'
+    FROM priced WHERE pricing_model = 'on_demand'
     GROUP BY ALL
 ),
 shown AS (
-    SELECT p.*, od.od_total_usd, odp.od_price_usd_per_hour
+    -- the rows shown, with the rest of their offer and plan
+    SELECT p.*, o.interconnect, o.price_usd_per_gpu_hour, o.region, o.availability, o.stale,
+           o.resold_from, o.fabric, o.fabric_source, o.fabric_gbps, o.max_nodes,
+           o.max_nodes_source, o.billing_increment_s, o.min_charge_s,
+           o.storage_usd_per_gb_month, o.egress_usd_per_gb, o.spot_notice_s,
+           pl.sharding, pl.dtype, pl.peak_gb_per_gpu, pl.need_gb_per_gpu, pl.hours,
+           pl.tokens_per_s, pl.fabric_gbps_used, pl.ring_gbs, pl.scaling_efficiency,
+           pl.checkpoint_writers, pl.checkpoint_write_s AS write_s, pl.hw_interrupts_per_hour,
+           CASE
+               WHEN p.pricing_model <> 'spot' THEN NULL
+               WHEN o.interruption_band IS NOT NULL
+                   THEN 'AWS Spot Advisor band ' || o.interruption_band || '/month'
+               WHEN o.spot_pricing IN ('market', 'fixed_discount')
+                   THEN 'assumed: cloud spot at AWS''s worst Spot Advisor band'
+               WHEN o.spot_pricing = 'bid' THEN 'assumed: outbid marketplace, no published rate'
+               ELSE 'assumed: spot mechanics unknown, no published rate'
+           END AS interruption_source,
+           -- the age of the price: since the refresh that last saw it
+           date_diff('day', p.last_seen_at, CAST($now AS TIMESTAMPTZ)) AS price_age_days,
+           od.od_total_usd, odp.od_price_usd_per_hour
     FROM picked p
+    JOIN recommend_offers o USING (fact_id)
+    LEFT JOIN plans pl USING (plan_id)
     LEFT JOIN on_demand od
         ON od.provider = p.provider AND od.gpu_id IS NOT DISTINCT FROM p.gpu_id
        AND od.gpu_count = p.gpu_count AND od.nodes IS NOT DISTINCT FROM p.nodes

@@ -1,0 +1,166 @@
+"""The per-offer facts a recommendation ranks from, kept as a table so that a call prices only
+what depends on the job.
+
+`facts.sql` derives from the rows of `inputs.sql` everything about an offer that no job and no
+request changes: its provider's profile, the fabric and cluster size it can be placed on, the
+resold twin, the price scope, the spot interruption band, whether its prices were replayed. A
+refresh stores the result as the table `recommend_offers` at the end of its write session
+(`store_facts`). The table's comment is its stamp: the recipe (this SQL and its parameters) and
+a hash of every input row it was built from.
+
+Before it ranks, a recommendation makes the name `recommend_offers` current on its connection
+(`use_facts`): the stored table while its stamp is the warehouse's own, else a temporary table
+of the same name built on the connection (which shadows the stored one), so a warehouse written
+by something other than a refresh, or by an older gpuscout, is ranked from its current rows and
+never from stale ones. A read-only file cannot change while it is open (DuckDB refuses a writer
+then, and a refresh publishes a new file instead), so there the check is made once per
+connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+import duckdb
+
+from gpuscout.pipeline.recommend.plans import DEFAULT_MAX_CLUSTER_NODES, MIN_GPUS_FOR_MULTI_NODE
+
+FACTS = "recommend_offers"
+# Providers that resell other clouds' machines; their adapters keep the cloud in
+# provider_data.cloud (adapters/shadeform.py, adapters/primeintellect.py), in the aggregator's
+# spelling where it differs from the warehouse's provider id.
+AGGREGATORS = ("shadeform", "primeintellect")
+CLOUD_NAMES = {"lambdalabs": "lambda"}
+
+
+@cache
+def _text(name: str) -> str:
+    return (Path(__file__).parent / f"{name}.sql").read_text("utf-8")
+
+
+def fact_params() -> dict[str, object]:
+    """The parameters of facts.sql."""
+    return {"min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
+            "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES, "aggregators": list(AGGREGATORS),
+            "cloud_from": list(CLOUD_NAMES), "cloud_to": list(CLOUD_NAMES.values())}
+
+
+@cache
+def recipe() -> str:
+    """What a facts table is built by: its SQL and parameters (a new gpuscout may change them)."""
+    text = "\n".join((_text("inputs"), _text("facts"), repr(sorted(fact_params().items()))))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def stamp(con: duckdb.DuckDBPyConnection) -> str:
+    """The stamp a facts table built from this warehouse now would carry."""
+    row = con.execute(_text("stamp").replace("{inputs}", _text("inputs"))).fetchone()
+    assert row is not None
+    return f"{recipe()}:{row[0]}"
+
+
+def _build_sql(*, temporary: bool, name: str) -> str:
+    kind = "TEMP TABLE" if temporary else "TABLE"
+    return f"CREATE OR REPLACE {kind} {name} AS WITH {_text('inputs')} {_text('facts')}"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _stored_name(con: duckdb.DuckDBPyConnection) -> str:
+    """The warehouse's own table, named past a temporary one (an unqualified `main.` would
+    resolve to the temporary catalog first)."""
+    row = con.execute("SELECT current_database()").fetchone()
+    assert row is not None
+    return f"{_quoted(row[0])}.main.{FACTS}"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _write(con: duckdb.DuckDBPyConnection, name: str, *, temporary: bool, mark: str) -> None:
+    con.execute(_build_sql(temporary=temporary, name=name), fact_params())
+    con.execute(f"COMMENT ON TABLE {name} IS {_literal(mark)}")
+
+
+@contextmanager
+def _one_snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """A transaction, so that the stamp and the rows it vouches for are read together; inside
+    the caller's own transaction when one is open (it is one snapshot already)."""
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        yield
+        return
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def store_facts(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild the warehouse's facts table from its current rows (a write session, after its
+    loads)."""
+    with _one_snapshot(con):
+        _write(con, _stored_name(con), temporary=False, mark=stamp(con))
+
+
+def _marks(con: duckdb.DuckDBPyConnection) -> Mapping[bool, str | None]:
+    """The stamps of the facts on this connection: temporary (True) and stored (False)."""
+    rows = con.execute(f"""
+        SELECT temporary, comment FROM duckdb_tables()
+        WHERE table_name = '{FACTS}' AND schema_name = 'main'
+          AND database_name IN (current_database(), 'temp')
+        UNION ALL
+        SELECT temporary, comment FROM duckdb_views()
+        WHERE view_name = '{FACTS}' AND schema_name = 'main' AND database_name = 'temp'
+    """).fetchall()
+    return {bool(temporary): comment for temporary, comment in rows}
+
+
+def _frozen(con: duckdb.DuckDBPyConnection) -> bool:
+    """A local DuckDB file opened read-only: its rows cannot change while it is open."""
+    row = con.execute("SELECT readonly AND path IS NOT NULL AND type = 'duckdb' FROM "
+                  "duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return bool(row and row[0])
+
+
+def use_facts(con: duckdb.DuckDBPyConnection) -> None:
+    """Make `recommend_offers` name facts current with the warehouse on this connection."""
+    frozen = _frozen(con)
+    marks = _marks(con)
+    here = marks.get(True)
+    if frozen and here is not None and here.startswith(recipe() + ":"):
+        return  # checked on this connection already, and nothing can have changed since
+    with _one_snapshot(con):
+        now = stamp(con)
+        if here == now:
+            return
+        if marks.get(False) == now:
+            if frozen:  # remember the check: a temporary view of the stored table
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {FACTS} AS "
+                            f"SELECT * FROM {_stored_name(con)}")
+                con.execute(f"COMMENT ON VIEW temp.main.{FACTS} IS {_literal(now)}")
+            elif here is not None:
+                _drop_temporary(con)
+            return
+        _drop_temporary(con)
+        _write(con, f"temp.main.{FACTS}", temporary=True, mark=now)
+
+
+def _drop_temporary(con: duckdb.DuckDBPyConnection) -> None:
+    for (kind,) in con.execute(f"""
+            SELECT 'TABLE' FROM duckdb_tables() WHERE database_name = 'temp'
+               AND table_name = '{FACTS}'
+            UNION ALL
+            SELECT 'VIEW' FROM duckdb_views() WHERE database_name = 'temp'
+               AND view_name = '{FACTS}'""").fetchall():
+        con.execute(f"DROP {kind} temp.main.{FACTS}")
