@@ -129,18 +129,10 @@ def offers_table(*, db: Path | str | None = None, gpu: str | None = None,
                  limit: int = 50) -> pa.Table:
     """`offers()` as an Arrow table (for pandas, polars or DuckDB)."""
     from gpuscout.warehouse.connection import connect
-    from gpuscout.warehouse.queries import run_named
+    from gpuscout.warehouse.queries import offers_params, run_named
 
-    if sort not in ("price", "gpu-hour", "vram-hour"):
-        raise UserInputError(f"sort {sort!r} is not one of price|gpu-hour|vram-hour")
-    if limit < 1:
-        raise UserInputError(f"limit must be at least 1, got {limit}")
-    params = {
-        "gpu": gpu, "min_vram": min_vram, "max_price": max_price,
-        "pricing_model": None if spot is None else ("spot" if spot else "on_demand"),
-        "providers": list(providers) if providers else None, "region": region, "sort": sort,
-        "limit": limit,
-    }
+    params = offers_params(gpu=gpu, min_vram=min_vram, max_price=max_price, spot=spot,
+                           providers=providers, region=region, sort=sort, limit=limit)
     with connect(_db(db), read_only=True) as con:
         return run_named(con, "offers", params)
 

@@ -2,19 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from gpuscout.core.errors import UserInputError
 from gpuscout.warehouse.sqlfiles import query
+
+if TYPE_CHECKING:  # DuckDB imports it for Arrow results; `fetch_named` needs none
+    import pyarrow as pa
 
 
 def run_named(con: duckdb.DuckDBPyConnection, name: str,
               params: Mapping[str, Any] | None = None) -> pa.Table:
     return run_query(con, query(name), params)
+
+
+def fetch_named(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | None = None,
+                ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A named query's column names and rows as Python values, with no Arrow on the way: for
+    a few rows printed by the CLI, importing pyarrow would cost more than the query."""
+    cursor = con.execute(query(name), dict(params or {}))
+    rows = cursor.fetchall()
+    return [column[0] for column in cursor.description or []], rows
+
+
+OFFER_SORTS = ("price", "gpu-hour", "vram-hour")
+
+
+def offers_params(*, gpu: str | None = None, min_vram: float | None = None,
+                  max_price: float | None = None, spot: bool | None = None,
+                  providers: Sequence[str] | None = None, region: str | None = None,
+                  sort: str = "gpu-hour", limit: int = 50) -> dict[str, Any]:
+    """The parameters of the `offers` query (None: no filter). A sort or limit it cannot take
+    is the user's error, raised before any warehouse is opened."""
+    if sort not in OFFER_SORTS:
+        raise UserInputError(f"sort {sort!r} is not one of {'|'.join(OFFER_SORTS)}")
+    if limit < 1:
+        raise UserInputError(f"limit must be at least 1, got {limit}")
+    return {
+        "gpu": gpu, "min_vram": min_vram, "max_price": max_price,
+        "pricing_model": None if spot is None else ("spot" if spot else "on_demand"),
+        "providers": list(providers) if providers else None, "region": region, "sort": sort,
+        "limit": limit,
+    }
 
 
 def run_query(con: duckdb.DuckDBPyConnection, sql: str,
@@ -34,6 +66,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, *, allow_files: bool = Fal
     locked, so the statement can read the warehouse and nothing else: no COPY TO, no
     read_csv('/etc/...'), no ATTACH, INSTALL or SET that would undo it.
     """
+    import pyarrow as pa
+
     if not allow_files:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")

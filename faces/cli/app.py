@@ -1,7 +1,8 @@
 """The `gpuscout` command line. It calls the same functions as the Prefect flows.
 
-Start-up stays light: heavy modules (duckdb, httpx, adapters) are imported inside the commands
-that need them, and prefect never is.
+Start-up stays light: heavy modules (duckdb, pyarrow, httpx, adapters, the API's pydantic
+models) are imported inside the commands that need them, the commands built from `Job` load
+only when chosen (`deferred.py`), and prefect never is.
 """
 
 from __future__ import annotations
@@ -10,33 +11,14 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from gpuscout.cli.db_option import DbOption, remember, warehouse
-from gpuscout.cli.estimate import estimate_command
-from gpuscout.cli.job_options import job_options
+from gpuscout.cli.deferred import DeferringGroup, defer
 from gpuscout.cli.output import Format
-from gpuscout.cli.report import report_command
-from gpuscout.cli.run_options import (
-    MAX_PRICE_AGE_DAYS,
-    CheckpointEveryOpt,
-    DatasetTokensOpt,
-    EpochsOpt,
-    MaxHoursOpt,
-    MaxPriceAgeOpt,
-    Objective,
-    ObjectiveOpt,
-    ProviderOpt,
-    RegionOpt,
-    SpotOpt,
-    SpotPolicy,
-    StorageGbOpt,
-    TokensOpt,
-)
 from gpuscout.core.errors import GpuscoutError, UserInputError
-from gpuscout.sizing.job import Job
 
 app = typer.Typer(
     name="gpuscout",
@@ -44,12 +26,18 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=DeferringGroup,
 )
 gpus_app = typer.Typer(help="The GPU catalog and provider label resolution.",
                        invoke_without_command=True)
 app.add_typer(gpus_app, name="gpus")
-app.command("estimate")(estimate_command)
-app.command("report")(report_command)
+# The commands with the job options load when chosen (see deferred.py); the summaries are the
+# first paragraphs of their docstrings, which tests/cli/test_cli_start.py holds them to.
+defer(app, "estimate", "gpuscout.cli.estimate:estimate_command",
+      "Estimate peak GPU memory (with a breakdown) and training time of a fine-tuning job.")
+defer(app, "report", "gpuscout.cli.report:report_command",
+      "Write a self-contained HTML report with charts: price history, $/VRAM-GB-hour, spot vs\n"
+      "on-demand, provider freshness and a recommendation for a job with its cost breakdown.")
 
 FormatOption = Annotated[Format, typer.Option("--format", help="output format")]
 
@@ -158,26 +146,34 @@ def offers(
     format: FormatOption = Format.table,
 ) -> None:
     """Current offers from the warehouse, cheapest first."""
-    from gpuscout.api import offers_table
-    from gpuscout.cli.output import render
+    # The query `gpuscout.offers_table` runs, read without pyarrow or the API's models.
+    from gpuscout.cli.output import render_rows
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.queries import fetch_named, offers_params
 
-    table = offers_table(db=_db(db), gpu=gpu, min_vram=min_vram, max_price=max_price, spot=spot,
-                         providers=provider, region=region, sort=sort.value, limit=limit)
+    params = offers_params(gpu=gpu, min_vram=min_vram, max_price=max_price, spot=spot,
+                           providers=provider, region=region, sort=sort.value, limit=limit)
+    with connect(_db(db), read_only=True) as con:
+        columns, values = fetch_named(con, "offers", params)
+    rows = [dict(zip(columns, v, strict=True)) for v in values]
     if format is Format.table:
-        shown = {"provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
-                 "interconnect": "link", "pricing_model": "pricing",
-                 "price_usd_per_gpu_hour": "$/gpu-h", "price_usd_per_hour": "$/h",
-                 "region": "region", "availability": "avail", "interruption": "interrupt",
-                 "observed_at": "observed", "stale": "stale"}
-        import pyarrow as pa
+        columns, rows = list(SHOWN_OFFER_COLUMNS.values()), [_shown_offer(r) for r in rows]
+    render_rows(columns, rows, format, title=f"{len(rows)} current offers")
 
-        # An unknown GPU shows the provider's label rather than an empty cell.
-        labels = [g if g is not None else f"? {label}" for g, label in
-                  zip(table["gpu_id"].to_pylist(), table["gpu_label"].to_pylist(), strict=True)]
-        table = table.set_column(table.schema.get_field_index("gpu_id"), "gpu_id",
-                                 pa.array(labels, pa.string()))
-        table = table.select(list(shown)).rename_columns(list(shown.values()))
-    render(table, format, title=f"{table.num_rows} current offers")
+
+# The columns `offers` prints as a table, and their headers.
+SHOWN_OFFER_COLUMNS = {
+    "provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
+    "interconnect": "link", "pricing_model": "pricing", "price_usd_per_gpu_hour": "$/gpu-h",
+    "price_usd_per_hour": "$/h", "region": "region", "availability": "avail",
+    "interruption": "interrupt", "observed_at": "observed", "stale": "stale"}
+
+
+def _shown_offer(row: dict[str, Any]) -> dict[str, Any]:
+    # An unknown GPU shows the provider's label rather than an empty cell.
+    if row["gpu_id"] is None:
+        row = {**row, "gpu_id": f"? {row['gpu_label']}"}
+    return {header: row[column] for column, header in SHOWN_OFFER_COLUMNS.items()}
 
 
 @app.command()
@@ -265,44 +261,9 @@ def runs(
         render(run_named(con, "runs", {"limit": limit}), format, title="refresh runs")
 
 
-class TableOrJson(StrEnum):
-    table = "table"
-    json = "json"
-
-
-@app.command()
-@job_options(exclude=("gpus", "sharding"))
-def recommend(
-    job: Job,
-    tokens: TokensOpt = None, dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
-    objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
-    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
-    max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
-    storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
-    explain: Annotated[bool, typer.Option(
-        "--explain", help="also list cheaper offers that were rejected, and why")] = False,
-    db: DbOption = None,
-    format: Annotated[TableOrJson, typer.Option("--format")] = TableOrJson.table,
-) -> None:
-    """Rank the current offers by the whole cost (or time) of your fine-tuning run, with reasons.
-
-    The parallelism is chosen per offer (one GPU, DDP, ZeRO-2 or ZeRO-3 over its GPUs, more
-    nodes only on a fast fabric), so --gpus/--sharding of `estimate` do not apply here.
-    """
-    from gpuscout.api import recommend as run_recommend
-    from gpuscout.cli.recommend_view import print_recommendation
-
-    result = run_recommend(
-        job, db=warehouse(db), tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
-        objective=objective.value, spot=spot.value, max_hours=max_hours,
-        checkpoint_every_min=checkpoint_every, max_price_age_days=max_price_age or None,
-        storage_gb=storage_gb, providers=provider,
-        region=region, limit=limit)
-    if format is TableOrJson.json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1, default=str))
-    else:
-        print_recommendation(result, explain=explain)
+defer(app, "recommend", "gpuscout.cli.recommend:recommend_command",
+      "Rank the current offers by the whole cost (or time) of your fine-tuning run, with "
+      "reasons.")
 
 
 @gpus_app.callback()

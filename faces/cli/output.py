@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,12 @@ def _cell(value: Any) -> str:
 
 
 def render(table: pa.Table, fmt: Format, *, title: str | None = None) -> None:
-    rows = table.to_pylist()
+    render_rows(table.column_names, table.to_pylist(), fmt, title=title)
+
+
+def render_rows(columns: Sequence[str], rows: Sequence[Mapping[str, Any]], fmt: Format, *,
+                title: str | None = None) -> None:
+    """`render` for rows already in Python: a mapping per row, its keys `columns`."""
     if fmt is Format.json:
         json.dump([{k: _plain(v) for k, v in r.items()} for r in rows], sys.stdout, indent=1,
                   default=str)
@@ -56,15 +62,15 @@ def render(table: pa.Table, fmt: Format, *, title: str | None = None) -> None:
     elif fmt is Format.csv:
         buf = io.StringIO()
         writer = csv.writer(buf)
-        writer.writerow(table.column_names)
-        writer.writerows([[_plain(r[c]) for c in table.column_names] for r in rows])
+        writer.writerow(columns)
+        writer.writerows([[_plain(r[c]) for c in columns] for r in rows])
         sys.stdout.write(buf.getvalue())
     else:
         from rich.table import Table
 
         out = Table(title=title, show_lines=False, header_style="bold")
-        for c in table.column_names:
+        for c in columns:
             out.add_column(c, overflow="fold")
         for r in rows:
-            out.add_row(*(_cell(r[c]) for c in table.column_names))
+            out.add_row(*(_cell(r[c]) for c in columns))
         console().print(out)

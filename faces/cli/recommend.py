@@ -1,0 +1,72 @@
+"""`gpuscout recommend`: the current offers ranked by the whole cost (or time) of a job.
+
+Registered through `defer()` (`deferred.py`): its job options come from `Job`, so this module
+loads only when the command is chosen.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from gpuscout.cli.db_option import DbOption, warehouse
+from gpuscout.cli.job_options import job_options
+from gpuscout.cli.run_options import (
+    MAX_PRICE_AGE_DAYS,
+    CheckpointEveryOpt,
+    DatasetTokensOpt,
+    EpochsOpt,
+    MaxHoursOpt,
+    MaxPriceAgeOpt,
+    Objective,
+    ObjectiveOpt,
+    ProviderOpt,
+    RegionOpt,
+    SpotOpt,
+    SpotPolicy,
+    StorageGbOpt,
+    TokensOpt,
+)
+from gpuscout.sizing.job import Job
+
+
+class TableOrJson(StrEnum):
+    table = "table"
+    json = "json"
+
+
+@job_options(exclude=("gpus", "sharding"))
+def recommend_command(
+    job: Job,
+    tokens: TokensOpt = None, dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
+    objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
+    spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
+    max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
+    storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="also list cheaper offers that were rejected, and why")] = False,
+    db: DbOption = None,
+    format: Annotated[TableOrJson, typer.Option("--format")] = TableOrJson.table,
+) -> None:
+    """Rank the current offers by the whole cost (or time) of your fine-tuning run, with reasons.
+
+    The parallelism is chosen per offer (one GPU, DDP, ZeRO-2 or ZeRO-3 over its GPUs, more
+    nodes only on a fast fabric), so --gpus/--sharding of `estimate` do not apply here.
+    """
+    from gpuscout.api import recommend as run_recommend
+    from gpuscout.cli.recommend_view import print_recommendation
+
+    result = run_recommend(
+        job, db=warehouse(db), tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
+        objective=objective.value, spot=spot.value, max_hours=max_hours,
+        checkpoint_every_min=checkpoint_every, max_price_age_days=max_price_age or None,
+        storage_gb=storage_gb, providers=provider,
+        region=region, limit=limit)
+    if format is TableOrJson.json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1, default=str))
+    else:
+        print_recommendation(result, explain=explain)
