@@ -3,9 +3,9 @@ feed, and interruption bands from Spot Advisor. No credentials.
 
 fetch() follows the price list's own index chain: offer index -> EC2 region index -> one CSV offer
 file per region. Those files run from MBs to GBs (us-east-1), so each is streamed to disk with
-`HttpClient.download` and parse() reads it in constant memory: 8 MB binary blocks, in which
-bytes.find picks the lines holding every ROW_FILTER value and only those are decoded and read as
-CSV (on two processes for a big file; see `_Scan`); a block with a quoted newline, or anything
+`HttpClient.download` and parse() reads it in constant memory: 2 MB binary blocks, in which a
+search for the rarest ROW_FILTER value picks the lines holding every one and only those are read
+as CSV (on two processes for a big file; see `_Scan`); a block with a quoted newline, or anything
 else the scan cannot vouch for, is read line by line with `csv` from there on. It keeps a row
 only when it is a Linux, shared-tenancy, on-demand hourly price of a GPU instance (the filter is
 `ROW_FILTER`); everything else in the file - Windows, dedicated hosts, reserved terms, capacity
@@ -29,6 +29,7 @@ import logging
 import os
 import pickle
 import re
+import select
 import signal
 import struct
 import threading
@@ -100,9 +101,13 @@ REQUIRED_COLUMNS = (
 # The offer file starts with a few "name","value" metadata lines, then the header row.
 HEADER_SEARCH_ROWS = 20
 # The block scan of a quoted offer file (`_Scan`):
-SCAN_BLOCK = 8 << 20  # bytes a process holds at a time, whatever the file's size
+# bytes a process holds at a time, whatever the file's size: small enough for the scan's
+# passes over a block to find it in the CPU's cache
+SCAN_BLOCK = 2 << 20
 PARALLEL_FROM = 64 << 20  # smaller files are scanned in this process alone
 PIPE_BYTES = 1 << 20  # the helper scans on while this much of its results waits
+LOOKAHEAD = 4  # blocks this process scans on while the helper's next one is not in
+LINE_PROBE = 4096  # bytes read at a time to find where a block's first line starts
 REGION_CSV_RE = re.compile(rf"/offers/v1\.0/aws/{OFFER_CODE}/[^/]+/(?P<region>[^/]+)/index\.csv$")
 SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GiB|GB|TiB|TB)\s*$", re.IGNORECASE)
 STORAGE_RE = re.compile(r"^\s*(\d+)\s*x\s*(\d+(?:\.\d+)?)\b")
@@ -408,8 +413,10 @@ class _Rows:
         self.width = len(header)
         self.key_columns = itemgetter(*(col[name] for name in ROW_FILTER))
         self.wanted = tuple(ROW_FILTER.values())
-        self.wanted_quoted = tuple(f'"{v}"' for v in self.wanted)
         self.i_family, self.i_type = col["Product Family"], col["Instance Type"]
+        self.i_region, self.i_instance_family = col["Region Code"], col["Instance Family"]
+        self.i_gpus, self.i_price = col["GPU"], col["PricePerUnit"]
+        self._gpu_counts: dict[str, float | None] = {}  # the alias table's, by instance type
 
     def take(self, rows: Iterable[list[str]]) -> None:
         width = self.width
@@ -422,8 +429,40 @@ class _Rows:
             if self.key_columns(row) != self.wanted or row[self.i_family] not in PRODUCT_FAMILIES:
                 continue
             if row[self.i_type]:
-                _on_demand_row(dict(zip(self.header, row, strict=True)), self.capture, self.meta,
-                               self.out, self.specs)
+                self.on_demand(row)
+
+    def on_demand(self, row: list[str]) -> None:
+        """A row that passed the filter: an offer, a reject, or nothing (not a GPU machine, or
+        an offer already held at this price: most rows of a big file end at this check)."""
+        itype, region = row[self.i_type], row[self.i_region]
+        key = f"{region}|{itype}|on_demand"
+        count = self.alias_count(itype)
+        if count is None:
+            if row[self.i_instance_family] != GPU_INSTANCE_FAMILY:
+                return  # not a GPU machine: CPU, FPGA and ML-ASIC families are out of scope
+            count = positive_decimal(row[self.i_gpus])
+            if count is None:
+                self.out.reject(f"GPU instance {itype} has no alias row and no GPU count",
+                                self.raw(row), key)
+                return
+        price = positive_decimal(row[self.i_price])
+        if price is None:
+            self.out.reject(f"no positive hourly price: {row[self.i_price]!r}", self.raw(row),
+                            key)
+            return
+        if not self.out.holds(key, price):
+            _new_offer(dict(zip(self.header, row, strict=True)), key, count, price, self)
+
+    def alias_count(self, instance_type: str) -> float | None:
+        """`_alias_count`, looked up once per instance type of the file."""
+        try:
+            return self._gpu_counts[instance_type]
+        except KeyError:
+            count = self._gpu_counts[instance_type] = _alias_count(instance_type)
+            return count
+
+    def raw(self, row: list[str]) -> str:
+        return json.dumps(dict(zip(self.header, row, strict=True)))
 
     def matters(self, row: list[str]) -> bool:
         """Whether `take` does anything with the row (what a scan may not drop)."""
@@ -435,13 +474,17 @@ class _Rows:
 # -- the block scan of a quoted offer file ------------------------------------------------------
 
 _NEEDLES = tuple(n.encode() for n in LINE_NEEDLES)
-# The rarest needle without its closing quote: a last byte other than '"' (the commonest byte
-# of the file) lets bytes.find skip ahead.
-_FIRST = _NEEDLES[0][:-1]
+# The rarest needle without its opening quote: `re` runs through the bytes up to each one that
+# could start it, faster than bytes.find skips in this file of quotes and commas; '"' would stop
+# it every few bytes.
+_FIRST = re.compile(re.escape(_NEEDLES[0][1:]))
 _QUOTES_AND_NEWLINES = bytes(b for b in range(256) if b not in b'"\n')
-_FAMILIES_QUOTED = frozenset(f'"{f}"' for f in PRODUCT_FAMILIES)
+# What a line's fields are made of, beyond their values: what `_plain_row` keeps of a line.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'",\r\n\0')
 _NOT_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]")
 _IRREGULAR = None  # a block the scan cannot vouch for
+# A scanned block: whether it has a data line, and its rows for `_Rows.take` (or _IRREGULAR).
+_Result = tuple[bool, list[list[str]] | None]
 
 
 def _scan_block(buf: bytes | bytearray, rows: _Rows) -> list[list[str]] | None:
@@ -450,8 +493,8 @@ def _scan_block(buf: bytes | bytearray, rows: _Rows) -> list[list[str]] | None:
 
     The text-line loop keeps each line holding every needle and joins a line of odd quote count
     with the next ones, so on a block in which every line has an even quote count it keeps
-    exactly the lines holding every needle. Those are found with bytes.find and only they are
-    decoded.
+    exactly the lines holding every needle. Those are found by searching for the rarest needle
+    and only they are read.
     """
     if not buf.isascii():
         try:
@@ -466,34 +509,38 @@ def _scan_block(buf: bytes | bytearray, rows: _Rows) -> list[list[str]] | None:
         return _IRREGULAR
     found: list[list[str]] = []
     find, rfind, end = buf.find, buf.rfind, len(buf)
+    search = _FIRST.search
     n1, n2, n3, n4, n5 = _NEEDLES
-    i = find(_FIRST)
-    while i >= 0:
+    hit = search(buf)
+    while hit:
+        i = hit.start()
         stop = find(b"\n", i) + 1 or end
         line = buf[rfind(b"\n", 0, i) + 1:stop]
         if n1 in line and n2 in line and n3 in line and n4 in line and n5 in line:
-            row = _record(line.decode(), rows)
+            row = _record(line, rows)
             if row is _IRREGULAR:
                 return _IRREGULAR
             if row:
                 found.append(row)
-        i = find(_FIRST, stop)
+        hit = search(buf, stop)
     return found
 
 
-def _record(line: str, rows: _Rows) -> list[str] | None:
+def _record(line: bytes | bytearray, rows: _Rows) -> list[str] | None:
     """The row of one candidate line when `rows` does anything with it, [] when not; None when
     the line does not end where its CSV record does (a record `csv` would carry on into the
     next candidate line)."""
-    body = line.removesuffix("\n").removesuffix("\r")
-    fields = _plain_fields(body)
-    if fields is not None:  # each field "..." or empty: compare the quoted values first
-        if (len(fields) == rows.width and (rows.key_columns(fields) != rows.wanted_quoted
-                                           or fields[rows.i_family] not in _FAMILIES_QUOTED)):
+    body = line[:-1] if line.endswith(b"\n") else line
+    if body.endswith(b"\r"):
+        body = body[:-1]
+    row = _plain_row(body)
+    if row is not None:
+        if len(row) == rows.width and (rows.key_columns(row) != rows.wanted
+                                       or row[rows.i_family] not in PRODUCT_FAMILIES):
             return []
-        return body.replace('"', "").split(",")
+        return row
     try:
-        parsed = list(csv.reader((line, "\n")))
+        parsed = list(csv.reader((line.decode(), "\n")))
     except csv.Error:
         return _IRREGULAR
     # A record that ends with the line leaves the "\n" after it as a blank row of its own.
@@ -502,24 +549,23 @@ def _record(line: str, rows: _Rows) -> list[str] | None:
     return parsed[0] if rows.matters(parsed[0]) else []
 
 
-def _plain_fields(body: str) -> list[str] | None:
-    """A line's fields still quoted (its end of line cut off), when every field is empty or a
-    quoted value without quotes, commas, CR, LF or NUL inside (then `csv` reads the values
-    between the quotes); else None.
+def _plain_row(body: bytes | bytearray) -> list[str] | None:
+    """A line's values (its end of line cut off) when each field holds no quote, or exactly two
+    of which the first opens it, and the line no CR, LF or NUL: then `csv` reads each field as
+    its bytes without the quotes (after a closing quote it reads on, in its default dialect).
+    None for any other line.
 
-    Split at commas, n fields of which e empty: when n - e of them start with a quote, n - e end
-    with one, none is a lone quote and the line has 2 (n - e) quotes, each non-empty field holds
-    exactly its two enclosing quotes.
+    Of the line's quotes, commas, CR, LF and NUL, once every pair of adjacent quotes is gone
+    only commas are left when no field has an odd number of quotes. A field starts with a
+    quote at most once however many pairs it holds, so p pairs and p fields that start with a
+    quote leave each field with no quote or exactly two, the first at its start.
     """
-    if "\r" in body or "\n" in body or "\0" in body:
+    marks = body.translate(None, _NOT_STRUCTURE)
+    commas = marks.replace(b'""', b"")
+    if commas.strip(b",") or (body.count(b',"') + body.startswith(b'"')
+                              != (len(marks) - len(commas)) >> 1):
         return None
-    fields = body.split(",")
-    quoted = len(fields) - fields.count("")
-    if ('"' in fields or body.count('"') != 2 * quoted
-            or body.count(',"') + body.startswith('"') != quoted
-            or body.count('",') + body.endswith('"') != quoted):
-        return None
-    return fields
+    return body.translate(None, b'"').decode().split(",")
 
 
 def _has_data(buf: bytes | bytearray) -> bool:
@@ -538,7 +584,8 @@ class _Scan:
     other thread), the two take the next unscanned block in turn from a shared counter and the
     helper sends its results over a pipe; this process hands every block's rows to `_Rows.take`
     in block order, so the offers, rejects and their order are the one-process ones. Each
-    process holds one block and the pipe a bounded amount: memory does not grow with the file.
+    process holds one block, the pipe a bounded amount, and this process the rows of at most
+    LOOKAHEAD blocks it scanned ahead: memory does not grow with the file.
     """
 
     def __init__(self, capture: Capture, start: int, size: int, rows: _Rows,
@@ -565,21 +612,19 @@ class _Scan:
             self._file = None  # not the parent's: a shared file offset
             try:
                 os.close(results_r)
-                with os.fdopen(results_w, "wb") as sink:
-                    for k in iter(lambda: _take(counter_r, counter_w), None):
-                        if k >= self.blocks:
-                            break
-                        pickle.dump((k, self._scan(k)), sink)
-                        sink.flush()
+                for k in iter(lambda: _take(counter_r, counter_w), None):
+                    if k >= self.blocks:
+                        break
+                    _send(results_w, (k, self._scan(k)))
                 code = 0
             finally:
                 os._exit(code)
         os.close(results_w)
         try:
-            with os.fdopen(results_r, "rb") as source:
-                return self._merge(source, counter_r, counter_w)
+            return self._merge(_Inbox(results_r), counter_r, counter_w)
         finally:
             self._close()
+            os.close(results_r)
             os.close(counter_r)
             os.close(counter_w)
             with suppress(ProcessLookupError):
@@ -598,30 +643,37 @@ class _Scan:
             self._file.close()
             self._file = None
 
-    def _merge(self, source: BinaryIO, counter_r: int, counter_w: int) -> int:
-        """Take blocks as the helper does; hand on the helper's (those between the last block
-        handed on and the one just taken) and then this one, in order."""
-        done = 0  # blocks handed on
+    def _merge(self, inbox: _Inbox, counter_r: int, counter_w: int) -> int:
+        """Hand on every block in order: this process's own as it scans them, the helper's as
+        they come. While the next is the helper's and not in yet, scan on (up to LOOKAHEAD
+        blocks ahead) rather than wait. If the helper is gone, read what it left here."""
+        mine: dict[int, _Result] = {}
+        theirs: dict[int, _Result] = {}
+        done, taken_all = 0, False  # blocks handed on; the counter has passed the last one
         while done < self.blocks:
-            k = _take(counter_r, counter_w)
-            mine = self._scan(k) if k < self.blocks else None
-            while done < min(k, self.blocks):
-                try:
-                    got, result = pickle.load(source)
-                except (EOFError, pickle.UnpicklingError):  # the helper is gone: read here
-                    got, result = done, self._scan(done)
-                if got != done:
-                    raise RuntimeError(f"aws: block {got} came before block {done}")
-                if self._hand_on(done, result):
-                    return int(self.has_data)
-                done += 1
-            if mine is not None:
-                if self._hand_on(k, mine):
-                    return int(self.has_data)
-                done += 1
+            result = mine.pop(done, None) or theirs.pop(done, None)
+            if result is None and inbox.open:
+                if not taken_all and len(mine) < LOOKAHEAD:
+                    got = inbox.poll()
+                    if got is None:
+                        k = _take(counter_r, counter_w)
+                        if k < self.blocks:
+                            mine[k] = self._scan(k)
+                        taken_all = k >= self.blocks - 1
+                        continue
+                else:
+                    got = inbox.wait()
+                if got is not None:
+                    theirs[got[0]] = got[1]
+                continue
+            if result is None:  # the helper is gone: its blocks are read here
+                result = self._scan(done)
+            if self._hand_on(done, result):
+                break
+            done += 1
         return int(self.has_data)
 
-    def _hand_on(self, k: int, result: tuple[bool, list[list[str]] | None]) -> bool:
+    def _hand_on(self, k: int, result: _Result) -> bool:
         """Block k's rows to `_Rows`; True when the text-line loop took over to the end."""
         has_data, found = result
         if found is None:
@@ -633,14 +685,14 @@ class _Scan:
         self.rows.take(found)
         return False
 
-    def _scan(self, k: int) -> tuple[bool, list[list[str]] | None]:
+    def _scan(self, k: int) -> _Result:
         buf = self._block(k)
         return _has_data(buf), _scan_block(buf, self.rows)
 
     def _block(self, k: int) -> bytearray:
         """Block k's lines: from the first line start at or after its first byte to the first
         at or after the next block's. Read into the one buffer this process reuses (a fresh
-        8 MB each time costs more in page faults than the read itself)."""
+        one each time can cost more in page faults than the read itself)."""
         if self._file is None:
             self._file = self.capture.open()
         f, buf = self._file, self._buf
@@ -666,7 +718,7 @@ class _Scan:
                 return self._line_start(k, g)
         f.seek(at - 1)
         pos = at - 1
-        while chunk := f.read(1 << 16):
+        while chunk := f.read(LINE_PROBE):
             i = chunk.find(b"\n")
             if i >= 0:
                 return pos + i + 1
@@ -681,6 +733,51 @@ def _take(counter_r: int, counter_w: int) -> int:
     return k
 
 
+def _send(fd: int, message: tuple[int, _Result]) -> None:
+    """One block's result to the parent: its length, then its pickle."""
+    data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    view = memoryview(struct.pack("q", len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Inbox:
+    """The helper's results as they come through the pipe (`_send`), without blocking unless
+    asked to."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buf, self.open = fd, bytearray(), True
+
+    def poll(self) -> tuple[int, _Result] | None:
+        """The next result if it is all in, else None."""
+        while (got := self._message()) is None and self.open:
+            if not select.select([self.fd], [], [], 0)[0]:
+                return None
+            self._read()
+        return got
+
+    def wait(self) -> tuple[int, _Result] | None:
+        """The next result, waiting for it; None when the helper is gone."""
+        while (got := self._message()) is None and self.open:
+            self._read()
+        return got
+
+    def _read(self) -> None:
+        chunk = os.read(self.fd, PIPE_BYTES)
+        self.buf += chunk
+        self.open = bool(chunk)
+
+    def _message(self) -> tuple[int, _Result] | None:
+        if len(self.buf) < 8:
+            return None
+        (n,) = struct.unpack_from("q", self.buf)
+        if len(self.buf) < 8 + n:
+            return None
+        message = pickle.loads(memoryview(self.buf)[8:8 + n])
+        del self.buf[:8 + n]
+        return message
+
+
 def _can_fork() -> bool:
     """A helper process is worth it and safe: two CPUs or more, and no other thread here (a
     thread holding a lock at fork time could leave the helper stuck)."""
@@ -688,25 +785,10 @@ def _can_fork() -> bool:
             and len(os.sched_getaffinity(0)) > 1)
 
 
-def _on_demand_row(row: dict[str, str], capture: Capture, meta: Mapping[str, str],
-                   out: _Collector, specs: dict[str, _Specs]) -> None:
+def _new_offer(row: dict[str, str], key: str, count: float, price: float, rows: _Rows) -> None:
+    """The offer of a kept GPU row not held yet (`_Rows.on_demand` checked the rest)."""
+    capture, meta, out, specs = rows.capture, rows.meta, rows.out, rows.specs
     itype, region = row["Instance Type"], row["Region Code"]
-    key = f"{region}|{itype}|on_demand"
-    count = _alias_count(itype)
-    if count is None:
-        if row["Instance Family"] != GPU_INSTANCE_FAMILY:
-            return  # not a GPU machine: CPU, FPGA and ML-ASIC families are out of scope
-        count = positive_decimal(row["GPU"])
-        if count is None:
-            out.reject(f"GPU instance {itype} has no alias row and no GPU count",
-                       json.dumps(row), key)
-            return
-    price = positive_decimal(row["PricePerUnit"])
-    if price is None:
-        out.reject(f"no positive hourly price: {row['PricePerUnit']!r}", json.dumps(row), key)
-        return
-    if out.holds(key, price):
-        return
     spec = _Specs(vcpus=positive_decimal(row["vCPU"]), ram_gb=_size_gb(row["Memory"]),
                   disk_gb=_storage_gb(row["Storage"]))
     specs.setdefault(itype, spec)

@@ -185,10 +185,12 @@ def _parse(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[st
 PARSE_TARGET = "parse ≥ 3× gpuhunt's MB/s at 1 GB and 3 GB, peak RSS flat"
 TARGET_PARSE_FROM_MB = 1000  # the sizes the ratio is judged at
 PARSE_WHY = (
-    "gpuhunt decodes every line and tests it for substrings before `csv`; gpuscout scans 8 MB "
-    "binary blocks with `bytes.find`, decodes only the lines holding every needle, reads them "
-    "without `csv` when each field is a plain quoted value, and on a big file shares the "
-    "blocks with a forked helper process (2 cores here), handing the rows on in file order. "
+    "gpuhunt decodes every line and tests it for substrings before `csv`; gpuscout scans 2 MB "
+    "binary blocks (they stay in the CPU cache) with a compiled search for the rarest needle, "
+    "checks the others on the candidate line as bytes, decodes only the values it keeps, reads "
+    "them without `csv` when each field is a plain quoted value, and on a big file shares the "
+    "blocks with a forked helper process (2 cores here) while it scans ahead, handing the rows "
+    "on in file order. "
     "Memory holds one block per process. On a shared 2-core machine the ratio moves with the "
     "load (the section's load average is under its table): another busy process takes the "
     "helper's core.")

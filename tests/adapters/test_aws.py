@@ -5,12 +5,15 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
 
 from gpuscout.adapters import aws
@@ -581,3 +584,122 @@ def test_an_unquoted_offer_file_is_read_by_the_line_loop() -> None:
     unquoted = b"\n".join(lines[:5] + [line.replace(b'"', b"") for line in lines[5:]])
     assert _file_result(aws._parse_offer_file, _region_capture(unquoted)) == _file_result(
         aws._parse_offer_lines, _region_capture(unquoted))
+
+
+# -- many kept rows: the per-row shortcut and the plain-line reading --------------------------
+
+# (instance type, Instance Family, GPU column): two with an alias row, one AWS counts itself,
+# one with no count at all (a reject), one CPU machine (nothing).
+KEPT_TYPES = (("p4d.24xlarge", "GPU instance", "8"), ("g5.xlarge", "GPU instance", "1"),
+              ("g9z.8xlarge", "GPU instance", "4"), ("g9z.2xlarge", "GPU instance", ""),
+              ("c9x.large", "Compute optimized", ""))
+CONFLICTED = "us-west-2|g5.xlarge|on_demand"  # listed at two prices in turn
+
+
+def _kept_rows_body(n: int) -> tuple[bytes, list[tuple[str, str, str, str, str]]]:
+    """The offer body with n variants of its kept row spread between its other rows, and the
+    (type, family, GPU, region, price) of each: repeats, a conflict, zero prices, a quoted
+    comma (read by `csv`) and unquoted values."""
+    body = _offer_body()
+    lines = body.split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'"SKU"'))
+    col = {name: i for i, name in enumerate(next(csv.reader([lines[at].decode()])))}
+    kept = next(csv.reader([next(line for line in lines
+                                 if P4D_ON_DEMAND.encode() in line).decode()]))
+    others = [line for line in lines[at + 1:] if line and P4D_ON_DEMAND.encode() not in line]
+    parts, variants = lines[:at + 1], []
+    for i in range(n):
+        itype, family, gpus = KEPT_TYPES[i % len(KEPT_TYPES)]
+        region = ("us-east-1", "us-west-2")[i // len(KEPT_TYPES) % 2]
+        price = f"{len(itype)}.{len(region)}000000000"
+        if f"{region}|{itype}|on_demand" == CONFLICTED and i % 3 == 0:
+            price = "9.2500000000"
+        if i % 13 == 0:
+            price = "0.0000000000"
+        fields = [v.replace("p4d.24xlarge", itype) for v in kept]
+        fields[col["Instance Family"]], fields[col["GPU"]] = family, gpus
+        fields[col["Region Code"]], fields[col["PricePerUnit"]] = region, price
+        if i % 7 == 0:
+            fields[col["PriceDescription"]] += ", billed by the second"
+        line = ",".join(f'"{v}"' if v else "" for v in fields)
+        if i % 5 == 0:  # a value left unquoted, as `csv` reads it too
+            line = line.replace(f'"{fields[0]}"', fields[0], 1)
+        parts += [line.encode(), *others[i % len(others):i % len(others) + 3]]
+        variants.append((itype, family, gpus, region, price))
+    return b"\n".join([*parts, *others, b""]), variants
+
+
+def _expected(variants: list[tuple[str, str, str, str, str]]) -> tuple[dict[str, float],
+                                                                       list[str]]:
+    """Offers (key -> price) and reject reasons, from the rules alone."""
+    aliased = {"p4d.24xlarge", "g5.xlarge"}
+    sightings: dict[str, list[float]] = {}
+    reasons: list[str] = []
+    for itype, family, gpus, region, price in variants:
+        if itype not in aliased and family != "GPU instance":
+            continue
+        if itype not in aliased and not gpus:
+            reasons.append(f"GPU instance {itype} has no alias row and no GPU count")
+        elif float(price) <= 0:
+            reasons.append(f"no positive hourly price: {price!r}")
+        else:
+            key = f"{region}|{itype}|on_demand"
+            seen = sightings.setdefault(key, [])
+            seen.append(float(price))
+            if len(set(seen)) > 1:  # the held offer and this row, then each row after
+                reasons += ["the source gives this offer two different prices"] * (
+                    2 if len(set(seen[:-1])) == 1 else 1)
+    offers = {k: seen[0] for k, seen in sightings.items() if len(set(seen)) == 1}
+    return offers, reasons
+
+
+def test_block_scan_of_many_kept_rows_matches_the_rules_and_the_line_loop() -> None:
+    body, variants = _kept_rows_body(400)
+    _, offers, rejects, specs = _assert_scan_is_line_loop(body, (4096, 65536, 1 << 40))
+    want_offers, want_reasons = _expected(variants)
+    assert CONFLICTED not in want_offers and len(want_offers) == 5
+    assert {o.offer_key: o.price_per_hour for o in offers} == want_offers
+    assert sorted(r.reason for r in rejects) == sorted(want_reasons)
+    assert set(specs) == {"p4d.24xlarge", "g5.xlarge", "g9z.8xlarge"}
+
+
+def test_each_kept_row_is_read_in_full_when_its_key_is_new() -> None:
+    # Every row its own key: nothing is held before, so no row ends at the shortcut.
+    body, variants = _kept_rows_body(40)
+    distinct = body
+    for i, (itype, *_rest) in enumerate(variants):
+        distinct = distinct.replace(f'"{itype}"'.encode(), f'"{itype}-{i}"'.encode(), 1)
+    _assert_scan_is_line_loop(distinct, (4096, 1 << 40))
+
+
+
+def test_blocks_of_a_helper_that_dies_are_read_by_the_parent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sent = 0
+    send = aws._send
+
+    def send_once(fd: int, message: Any) -> None:  # in the helper: one block, then gone
+        nonlocal sent
+        sent += 1
+        if sent > 1:
+            os._exit(1)
+        send(fd, message)
+
+    monkeypatch.setattr(aws, "_send", send_once)
+    body, _ = _kept_rows_body(200)
+    _assert_scan_is_line_loop(body, (4096, 65536))
+
+FIELD = st.text(alphabet='a",\r\0 \u00e9', max_size=4)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(st.lists(FIELD | st.sampled_from(['"a"', '""', '"a b"']), min_size=1, max_size=8))
+def test_a_plain_line_is_read_as_csv_reads_it(fields: list[str]) -> None:
+    line = ",".join(fields)
+    assume(line)  # a candidate line holds the needles
+    row = aws._plain_row(line.encode())
+    if all(f == "" or (len(f) > 1 and f[0] == f[-1] == '"' and not set(f[1:-1]) & set('",\r\0'))
+           for f in fields):
+        assert row is not None  # every field empty or one quoted value: always plain
+    if row is not None:
+        assert [row] == list(csv.reader([line]))
