@@ -1,8 +1,8 @@
 """The write path: one provider's refresh merged into the history in one transaction.
 
-Offers arrive as one Arrow table and move with set-based SQL (stage, close, insert); nothing is
-inserted row by row. The caller wraps merge, quarantine and run log in `transaction()` so that
-a provider's refresh commits all-or-nothing.
+Offers arrive as one Arrow table and move with set-based SQL (stage, pair, close, touch,
+insert); nothing is inserted row by row. The caller wraps merge, quarantine and run log in
+`transaction()` so that a provider's refresh commits all-or-nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Literal
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from gpuscout.core.errors import DataError
@@ -83,38 +84,67 @@ def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: 
     `complete` says every page was read; only then are offers that were not seen closed.
     `keep_open` are offer keys that were read but held back (quarantined): they were not seen
     vanishing, so even a complete refresh leaves their open version as it is.
+    Offer keys are unique within one refresh (pipeline/quality.py quarantines duplicates).
     Raises OutOfOrderError when the offers are older than the provider's stored state (an old
     archive replayed after a newer one), which would otherwise rewrite history backwards.
     """
     if offers.num_rows and set(offers.column("provider").unique().to_pylist()) != {provider}:
         raise ValueError(f"offers for merge must all belong to {provider!r}")
-    con.register("incoming", offers)
+    con.register("incoming", _numbered(offers))
     try:
         con.execute(statement("stage_offers"))
+        if not _scalar(con, "merge_has_open", [provider]):  # a first load: all new, no joins
+            return MergeCounts(new=_scalar(con, "merge_insert_all", [run_id]), changed=0,
+                               unchanged=0, closed=0)
+        return _merge_into_open(con, offers.num_rows, provider=provider, run_id=run_id,
+                                complete=complete, keep_open=keep_open)
+    finally:
+        for drop in ("DROP VIEW IF EXISTS stage", "DROP TABLE IF EXISTS merge_match"):
+            with suppress(duckdb.Error):  # a failed transaction drops it with its rollback
+                con.execute(drop)
+        con.unregister("incoming")
+
+
+def _numbered(offers: pa.Table) -> pa.Table:
+    """The offers with `stage_row`, 1 to n: a staged offer's name in the merge's pairs."""
+    ones = pc.fill_null(pa.nulls(offers.num_rows, pa.int64()), 1)
+    return offers.append_column("stage_row", pc.call_function("cumulative_sum", [ones]))
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, name: str, params: list[object]) -> int:
+    """The one value a statement returns (an INSERT or UPDATE returns how many rows it wrote)."""
+    row = con.execute(statement(name), params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _merge_into_open(con: duckdb.DuckDBPyConnection, rows: int, *, provider: str, run_id: str,
+                     complete: bool, keep_open: Iterable[str]) -> MergeCounts:
+    """The staged offers against the provider's open versions: pair, close, touch, insert.
+
+    Each staged offer is paired with its open version once (merge_match); the statements after
+    it work through the pairs. The counts are what they wrote: a changed offer is one whose
+    open version was closed for it, and every staged offer without an open version left is new
+    or changed.
+    """
+    con.execute(statement("merge_match"), [provider])
+    older = con.execute(statement("older_than_stored")).fetchone()
+    if rows and older:
+        raise OutOfOrderError(
+            f"{provider}: data observed at {older[0]:%Y-%m-%d %H:%M} is older than "
+            f"the stored state ({older[1]:%Y-%m-%d %H:%M}); refusing to rewrite history")
+    changed = _scalar(con, "merge_close_changed", [run_id])
+    closed = 0
+    observed = con.execute("SELECT max(observed_at) FROM merge_match").fetchone()
+    if complete and observed and observed[0] is not None:
         con.execute("CREATE OR REPLACE TEMP TABLE keep_open AS "
                     "SELECT unnest($1::VARCHAR[]) AS offer_key", [sorted(set(keep_open))])
-        older = con.execute(statement("older_than_stored"), [provider]).fetchone()
-        if offers.num_rows and older:
-            raise OutOfOrderError(
-                f"{provider}: data observed at {older[0]:%Y-%m-%d %H:%M} is older than "
-                f"the stored state ({older[1]:%Y-%m-%d %H:%M}); refusing to rewrite history")
-        row = con.execute(statement("merge_counts"), [provider]).fetchone()
-        assert row is not None
-        new, changed, unchanged, vanished = (int(x) for x in row)
-        observed = con.execute("SELECT max(observed_at) FROM stage").fetchone()
-        con.execute(statement("merge_close_changed"), [provider, run_id])
-        closed = 0
-        if complete and observed and observed[0] is not None:
-            con.execute(statement("merge_close_vanished"), [provider, run_id, observed[0]])
-            closed = vanished
-        con.execute(statement("merge_touch_seen"), [provider])
-        con.execute(statement("merge_touch_unchanged"), [provider])
-        con.execute(statement("merge_insert_versions"), [provider, run_id])
-        return MergeCounts(new=new, changed=changed, unchanged=unchanged, closed=closed)
-    finally:
-        with suppress(duckdb.Error):  # a failed transaction drops it with its rollback
-            con.execute("DROP VIEW IF EXISTS stage")
-        con.unregister("incoming")
+        closed = _scalar(con, "merge_close_vanished", [run_id, observed[0]])
+    con.execute(statement("merge_touch_seen"))
+    con.execute(statement("merge_touch_unchanged"))
+    inserted = _scalar(con, "merge_insert_versions", [run_id])
+    return MergeCounts(new=inserted - changed, changed=changed, unchanged=rows - inserted,
+                       closed=closed)
 
 
 def close_provider(con: duckdb.DuckDBPyConnection, provider: str, *, run_id: str,

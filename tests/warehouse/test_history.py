@@ -151,14 +151,31 @@ def _eur(base: dict, rate: float) -> dict:
                 price_usd_per_gpu_hour=usd / 8)
 
 
-def test_migration_0004_rehashes_like_the_stage(con) -> None:
-    """An upgraded warehouse (md5 hashes) must not see spurious changes on its next refresh."""
-    from gpuscout.warehouse.migrate import MIGRATIONS_DIR
+def test_upgrade_from_md5_hashes_sees_no_spurious_changes(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warehouse from before 0004 (md5 text hashes) is rehashed by 0004 and its text hashes
+    become UBIGINT in 0006: every row is kept as it was, and the next refresh of the same
+    offers finds them unchanged."""
+    from gpuscout.warehouse import migrate as migrate_module
 
-    _load(con, [make_offer("a"), make_offer("b", price=10.0, region=None, vcpus=8.0)])
-    con.execute("UPDATE offer_versions SET row_hash = md5(offer_key)")  # as before 0004
-    con.execute((MIGRATIONS_DIR / "0004_fast_history_writes.sql").read_text())
-    again = _load(con, [make_offer("a", observed_at=T0 + timedelta(days=1)),
-                        make_offer("b", price=10.0, region=None, vcpus=8.0,
-                                   observed_at=T0 + timedelta(days=1))])
-    assert (again.new, again.changed, again.unchanged) == (0, 0, 2)
+    path = tmp_path / "old.duckdb"
+    everything = migrate_module.migration_files()
+    monkeypatch.setattr(migrate_module, "migration_files",
+                        lambda: [(v, f) for v, f in everything if v <= 3])
+    offers = [make_offer("a"), make_offer("b", price=10.0, region=None, vcpus=8.0,
+                                          billing_increment_s=60)]
+    old = duckdb.connect(str(path))
+    migrate_module.migrate(old)
+    _load(old, offers)
+    old.execute("UPDATE offer_versions SET row_hash = md5(offer_key)")  # as before 0004
+    kept = old.execute("SELECT * EXCLUDE (row_hash) FROM offer_versions ORDER BY ALL").fetchall()
+    old.close()
+    monkeypatch.setattr(migrate_module, "migration_files", lambda: everything)
+    with connect(path) as con:
+        assert con.execute("SELECT DISTINCT typeof(row_hash) FROM offer_versions").fetchall() \
+            == [("UBIGINT",)]
+        assert con.execute("SELECT * EXCLUDE (row_hash) FROM offer_versions "
+                           "ORDER BY ALL").fetchall() == kept
+        later = [o.model_copy(update={"observed_at": T0 + timedelta(days=1)}) for o in offers]
+        again = _load(con, later)
+        assert (again.new, again.changed, again.unchanged) == (0, 0, 2)

@@ -1,6 +1,6 @@
--- Close the open version of every offer whose hash changed. $1 = provider, $2 = run id.
+-- Close the open version of every offer whose hash changed; returns how many (the changed
+-- offers). $1 = run id.
 UPDATE offer_versions AS v
-SET valid_to = s.observed_at, closed_by_run = $2
-FROM stage s
-WHERE v.provider = $1 AND v.valid_to IS NULL
-  AND v.offer_key = s.offer_key AND v.row_hash <> s.row_hash;
+SET valid_to = m.observed_at, closed_by_run = $1
+FROM merge_match m
+WHERE v.rowid = m.version_id AND NOT m.unchanged;

@@ -1,8 +1,9 @@
--- Close offers a complete refresh did not see. Only called when every page was read; offers
--- that were read but held back (temp table keep_open) are not closed.
--- $1 = provider, $2 = run id, $3 = observation time of the refresh.
-UPDATE offer_versions
-SET valid_to = $3, closed_by_run = $2
-WHERE provider = $1 AND valid_to IS NULL
-  AND offer_key NOT IN (SELECT offer_key FROM stage)
-  AND offer_key NOT IN (SELECT offer_key FROM keep_open);
+-- Close offers a complete refresh did not see: open versions no staged offer was paired with
+-- (merge_match). Only called when every page was read; offers that were read but held back
+-- (temp table keep_open) are not closed. Returns how many were closed.
+-- $1 = run id, $2 = observation time of the refresh.
+UPDATE offer_versions AS v
+SET valid_to = $2, closed_by_run = $1
+FROM merge_match m
+WHERE v.rowid = m.version_id AND m.stage_row IS NULL
+  AND v.offer_key NOT IN (SELECT offer_key FROM keep_open);

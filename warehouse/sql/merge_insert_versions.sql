@@ -1,15 +1,14 @@
--- Open a version for every staged offer that has no open version now (new or just closed).
--- $1 = provider, $2 = run id.
+-- Open a version for every staged offer that has no open version now: new, or its version
+-- was just closed as changed (merge_match.unchanged NULL or false). Returns how many.
+-- $1 = run id.
 INSERT INTO offer_versions BY NAME
 SELECT
-    s.*,
+    s.* EXCLUDE (stage_row),
     s.observed_at AS valid_from,
     NULL          AS valid_to,
     s.observed_at AS last_seen_at,
-    $2            AS opened_by_run,
+    $1            AS opened_by_run,
     NULL          AS closed_by_run
 FROM stage s
-WHERE NOT EXISTS (
-    SELECT 1 FROM offer_versions v
-    WHERE v.provider = $1 AND v.valid_to IS NULL AND v.offer_key = s.offer_key
-);
+WHERE s.stage_row IN (SELECT stage_row FROM merge_match
+                      WHERE stage_row IS NOT NULL AND unchanged IS NOT TRUE);

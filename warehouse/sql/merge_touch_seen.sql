@@ -1,7 +1,6 @@
 -- Unchanged offers were seen again: advance last_seen_at (one timestamp column, every night).
--- $1 = provider.
+-- Only on an open version: a closed one is history and is never written again.
 UPDATE offer_versions AS v
-SET last_seen_at = s.observed_at
-FROM stage s
-WHERE v.provider = $1 AND v.valid_to IS NULL
-  AND v.offer_key = s.offer_key AND v.row_hash = s.row_hash;
+SET last_seen_at = m.observed_at
+FROM merge_match m
+WHERE v.rowid = m.version_id AND m.unchanged AND v.valid_to IS NULL;
