@@ -20,14 +20,14 @@ connection.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 import duckdb
 
 from gpuscout.pipeline.recommend.plans import DEFAULT_MAX_CLUSTER_NODES, MIN_GPUS_FOR_MULTI_NODE
+from gpuscout.warehouse.load import transaction
 
 FACTS = "recommend_offers"
 # Providers that resell other clouds' machines; their adapters keep the cloud in
@@ -89,27 +89,10 @@ def _write(con: duckdb.DuckDBPyConnection, name: str, *, temporary: bool, mark: 
     con.execute(f"COMMENT ON TABLE {name} IS {_literal(mark)}")
 
 
-@contextmanager
-def _one_snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """A transaction, so that the stamp and the rows it vouches for are read together; inside
-    the caller's own transaction when one is open (it is one snapshot already)."""
-    try:
-        con.execute("BEGIN TRANSACTION")
-    except duckdb.TransactionException:
-        yield
-        return
-    try:
-        yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
-
-
 def store_facts(con: duckdb.DuckDBPyConnection) -> None:
     """Rebuild the warehouse's facts table from its current rows (a write session, after its
     loads)."""
-    with _one_snapshot(con):
+    with transaction(con):  # the stamp and the rows it vouches for, read together
         _write(con, _stored_name(con), temporary=False, mark=stamp(con))
 
 
@@ -140,7 +123,7 @@ def use_facts(con: duckdb.DuckDBPyConnection) -> None:
     here = marks.get(True)
     if frozen and here is not None and here.startswith(recipe() + ":"):
         return  # checked on this connection already, and nothing can have changed since
-    with _one_snapshot(con):
+    with transaction(con):  # the stamp and the rows it vouches for, read together
         now = stamp(con)
         if here == now:
             return
