@@ -184,13 +184,6 @@ def attention_flops_per_token(arch: Architecture, job: JobSpec) -> float:
     return fwd * (1 + backward + (1 if job.grad_checkpointing else 0))
 
 
-def matmul_flops_per_token(arch: Architecture, job: JobSpec) -> float:
-    """Hardware FLOPs of the linear layers per token (forward, backward, recompute)."""
-    n = matmul_params(arch)
-    flops = 6 * n if job.method == "full" else 4 * n + 6 * adapter_flops_params(arch, job)
-    return flops + (2 * n if job.grad_checkpointing else 0)
-
-
 @dataclass(frozen=True)
 class MicroBatch:
     """Seconds one micro-batch spends on each kind of work, and what bounds it.
