@@ -708,13 +708,14 @@ def _proposals(res: dict[str, Any]) -> dict[str, str]:
             "DuckDB's import: a leaner argument parser for `offers` alone, or a resident "
             "process, would be next."),
         "copy": (
-            "**Copy-and-swap.** Above ~1 GB the copy itself passes 1 s. The alternative that "
-            "keeps both guarantees: write in place inside DuckDB transactions (a killed "
-            "refresh rolls back by the WAL) and publish a read snapshot for readers (DuckDB "
-            "refuses read-only opens while a writer holds the file); the snapshot then costs "
-            "what the copy costs today, but after the load and off the refresh's path. Not "
-            "built in this revision: the reliability suite's crash and reader tests must move "
-            "with it."),
+            "**Copy-and-swap.** Above ~1 GB the copy itself passes 1 s. DuckDB refuses a "
+            "read-only open of a file a writer holds, so readers that never wait need a second "
+            "file, and without reflinks (ext4 here) a second file is a copy. What stops the "
+            "copy growing with history: the closed versions in immutable segment files "
+            "(Parquet, written once, listed by the small published file) and only the open "
+            "versions in the file that is copied. Not built in this revision: it changes "
+            "`offer_versions` and every view over it, and the reliability suite's crash and "
+            "reader tests must move with it."),
     }
 
 
