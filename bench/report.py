@@ -401,9 +401,16 @@ def _queries(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[
     sizing = g.get("recommend_sizing")
     if isinstance(sizing, dict):
         out += ["", f"Of recommend's {_ms(gr)}, sizing the job per machine shape "
-                    f"({g.get('recommend_shapes')} shapes; `recommend_shapes.sql` + "
-                    f"`plan_shapes`) takes {_ms(sizing['p50'])} (p50); the rest is "
-                    "`recommend.sql` over every offer and building the result."]
+                    f"({g.get('recommend_shapes')} shapes; the candidates kept for the "
+                    f"warehouse and filters + `plan_shapes`) takes {_ms(sizing['p50'])} (p50); "
+                    "the rest is `pair_costs.sql` per pricing pair, every offer priced in "
+                    "Arrow (`pricing.py`), `shown.sql` and the reasons of the rows shown."]
+    reread = g.get("recommend_reread")
+    if isinstance(reread, dict):
+        out += ["", f"The warm calls reuse the candidates (the offers a request may use, read "
+                    f"once per warehouse and filters); read again on every call, as a "
+                    f"process's first request over a warehouse does, recommend takes "
+                    f"{_ms(reread['p50'])} p50 / {_ms(reread.get('p95'))} p95."]
     counts = {n: t.get("filter_count") for n, t in (("gpuscout", g), ("gpuhunt", h),
                                                    ("SkyPilot", s))}
     same = len(set(counts.values())) == 1

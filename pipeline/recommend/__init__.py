@@ -1,8 +1,9 @@
 """The recommendation use case: feasible offers, whole-run cost, ranking and reasons.
 
 Everything of it is in this package: the request and result types, the per-shape sizing
-(`plans.py`), the per-offer facts kept for it (`facts.py`) and the SQL that prices and
-ranks the offers (`shapes.sql`, `rank.sql`).
+(`plans.py`), the per-offer facts kept for it (`facts.py`), the offers a request may use
+(`candidates.py`), the pricing of each pricing pair (`pair_costs.sql`) and of every offer by
+its pair (`pricing.py`), and the rows shown with their reasons (`shown.sql`, `reasons.py`).
 """
 
 from gpuscout.pipeline.recommend.rank import recommend

@@ -116,17 +116,18 @@ def _frozen(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row and row[0])
 
 
-def use_facts(con: duckdb.DuckDBPyConnection) -> None:
-    """Make `recommend_offers` name facts current with the warehouse on this connection."""
+def use_facts(con: duckdb.DuckDBPyConnection) -> str:
+    """Make `recommend_offers` name facts current with the warehouse on this connection;
+    returns their stamp (equal stamps: equal facts, whichever file they are read from)."""
     frozen = _frozen(con)
     marks = _marks(con)
     here = marks.get(True)
     if frozen and here is not None and here.startswith(recipe() + ":"):
-        return  # checked on this connection already, and nothing can have changed since
+        return here  # checked on this connection already, and nothing can have changed since
     with transaction(con):  # the stamp and the rows it vouches for, read together
         now = stamp(con)
         if here == now:
-            return
+            return now
         if marks.get(False) == now:
             if frozen:  # remember the check: a temporary view of the stored table
                 con.execute(f"CREATE OR REPLACE TEMP VIEW {FACTS} AS "
@@ -134,9 +135,10 @@ def use_facts(con: duckdb.DuckDBPyConnection) -> None:
                 con.execute(f"COMMENT ON VIEW temp.main.{FACTS} IS {_literal(now)}")
             elif here is not None:
                 _drop_temporary(con)
-            return
+            return now
         _drop_temporary(con)
         _write(con, f"temp.main.{FACTS}", temporary=True, mark=now)
+        return now
 
 
 def _drop_temporary(con: duckdb.DuckDBPyConnection) -> None:

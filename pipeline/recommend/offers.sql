@@ -1,5 +1,5 @@
--- The `offers` CTE that shapes.sql and rank.sql both start from (rank.py puts it in place of
--- {offers}): the current offers a request may use, with their per-offer facts. The name
+-- The `offers` CTE that candidates.sql and pairs.sql start from (candidates.py puts it in
+-- place of {offers}): the current offers a request may use, with their per-offer facts. The name
 -- `recommend_offers` is the facts table facts.py makes current on the connection first (the
 -- warehouse's own, or one built for this connection; see facts.py). Parameters: $providers,
 -- $region, $spot_policy.

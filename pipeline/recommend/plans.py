@@ -115,7 +115,7 @@ def _plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, gpu_id: str, gpus_per_
 
 def placement_plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, key: dict[str, Any],
                    tokens: int) -> NodePlan:
-    """The plan of one placement (a row of shapes.sql): its machine shape sized once and,
+    """The plan of one placement (see rank.placements): its machine shape sized once and,
     where the machine hits the memory wall and has a fabric, the fewest machines of its
     cluster that hold the job."""
     gpu_id, per_node, fabric = key["gpu_id"], key["gpus_per_node"], key["fabric"]
@@ -133,11 +133,11 @@ def placement_plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, key: dict[str
                   key["max_nodes"], tokens), place)
 
 
-def plan_shapes(arch: Architecture, job: JobSpec, shapes: pa.Table, tokens: int,
+def plan_shapes(arch: Architecture, job: JobSpec, shapes: list[dict[str, Any]], tokens: int,
                 catalog: Catalog) -> list[tuple[dict, NodePlan]]:
-    """One plan per row of `shapes` (its placement key; see `placement_plan`)."""
+    """One plan per placement key of `shapes` (see `placement_plan`)."""
     return [(key, placement_plan(arch, job, catalog.gpu(key["gpu_id"]), key, tokens))
-            for key in shapes.to_pylist()]
+            for key in shapes]
 
 
 def plans_table(plans: list[tuple[dict, NodePlan]], *, checkpoint_gb: float,

@@ -1,13 +1,15 @@
 """Which current offer finishes a fine-tuning run cheapest (or fastest), and why.
 
 `facts.py` makes the per-offer facts that no job changes current on the connection (the
-table a refresh stores, or one built there), `shapes.sql` lists the placements on offer
-(machine shape, and for offers that can span machines their fabric and cluster size),
-`plans.py` sizes the job once per placement (and keeps the plans across calls), and
-`rank.sql` prices every offer against those plans (checkpoints, interruptions, billing
-granularity, storage, egress, price age) and ranks them. Nothing loops over offers.
+table a refresh stores, or one built there); `candidates.py` reads, once per set of facts and
+filters, the offers a request may use, their pricing pairs (a machine placement and every term
+of the price but the hourly one) and placements; `plans.py` sizes the job once per placement
+(and keeps the plans across calls); `pair_costs.sql` prices each pair for the run
+(checkpoints, interruptions, billing granularity, storage, egress); `pricing.py` prices every
+offer by its pair and picks the rows shown; `shown.sql` and `reasons.py` explain them. Nothing
+loops over offers.
 
-The whole-run time of an offer (rank.sql; the Python functions below state the same formulas):
+The whole-run time of an offer (pair_costs.sql; the functions below state the same formulas):
     T   compute seconds (the plan), C = checkpoint write seconds (plans.checkpoint_write_s)
     λ   interruptions per hour of the job = spot rate of one machine × machines
         + HARDWARE_FAILURES_PER_GPU_HOUR × GPUs when on several machines
@@ -22,15 +24,17 @@ write a checkpoint (they lose no work, only the restart and that write).
 from __future__ import annotations
 
 import math
-from functools import cache
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from gpuscout.core.catalog import Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import DataError
+from gpuscout.pipeline.recommend.candidates import candidates, sql_file
 from gpuscout.pipeline.recommend.facts import use_facts
 from gpuscout.pipeline.recommend.managed import managed_quotes
 from gpuscout.pipeline.recommend.plans import (
@@ -39,11 +43,12 @@ from gpuscout.pipeline.recommend.plans import (
     plans_table,
     sizes_gb,
 )
+from gpuscout.pipeline.recommend.pricing import Ranking, price_and_pick
+from gpuscout.pipeline.recommend.reasons import Terms, reasons, rejected_because
 from gpuscout.pipeline.recommend.request import RecommendRequest
 from gpuscout.pipeline.recommend.result import RankedOffer, Recommendation, RejectedOffer
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.types import JobSpec
-from gpuscout.warehouse.queries import run_query
 
 # Sequential write to local NVMe per machine, GB/s (datacenter NVMe drives write 2-4 GB/s;
 # network volumes less): the pause each checkpoint costs, divided by the machines that write a
@@ -71,12 +76,6 @@ PRICE_AGE_WARN_DAYS = 30
 REJECTED_SHOWN = 20
 
 
-@cache
-def _sql(name: str) -> str:
-    text = (Path(__file__).parent / f"{name}.sql").read_text("utf-8")
-    if name == "offers":
-        return text
-    return text.replace("{offers}", _sql("offers"))
 
 
 def job_interrupts_per_hour(machine_rate: float, machines: int, gpus: int,
@@ -115,55 +114,70 @@ def offer_filters(req: RecommendRequest) -> dict[str, object]:
 def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
               req: RecommendRequest, catalog: Catalog | None = None) -> Recommendation:
     catalog = catalog or load_catalog()
-    use_facts(con)
-    filters = offer_filters(req)
-    checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
-    storage_gb = derived_storage if req.storage_gb is None else req.storage_gb
-    shapes = run_query(con, _sql("shapes"), filters)
-    if shapes.num_rows == 0:
+    found = candidates(con, use_facts(con), offer_filters(req))
+    if not found.placements:
         raise DataError("no current offers match: run `gpuscout refresh` or widen "
                         "--provider/--region/--spot")
-    plans = plan_shapes(arch, job, shapes, req.tokens, catalog)
-    con.register("plans", plans_table(
-        plans, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
-        hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR))
-    try:
-        rows = _fetch(con, _sql("rank"), {
-            **filters, **_rank_params(req, job, checkpoint_gb=checkpoint_gb,
-                                      storage_gb=storage_gb, egress_gb=egress_gb)})
-    finally:
-        con.unregister("plans")
-    totals = _totals(rows)
+    checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
+    terms = Terms(checkpoint_s=None if req.checkpoint_every_min is None
+                  else req.checkpoint_every_min * 60.0,
+                  checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
+                  hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR,
+                  storage_gb=derived_storage if req.storage_gb is None else req.storage_gb,
+                  egress_gb=egress_gb, dtype=job.dtype, stale_days=PRICE_AGE_WARN_DAYS,
+                  max_age_days=req.max_price_age_days, max_hours=req.max_hours)
+    plans = plan_shapes(arch, job, found.placements, req.tokens, catalog)
+    now = req.now or now_utc()
+    with _registered(con, plans=plans_table(
+            plans, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
+            hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR), pairs=found.pairs):
+        costs = con.sql(sql_file("pair_costs"), params=_cost_params(req, terms)).to_arrow_table()
+        picked = price_and_pick(found, costs, Ranking(
+            objective=req.objective, spot=req.spot, now=now,
+            max_age_days=req.max_price_age_days, limit=req.limit,
+            rejected_shown=REJECTED_SHOWN))
+        with _registered(con, pair_costs=costs, shown=picked.shown):
+            rows = _fetch(con, sql_file("shown"), {"now": now.isoformat()})
+    ranked, rejected = [], []
+    for row in rows:
+        why = row.pop("why")
+        if row["part"] == "ranked":
+            ranked.append(RankedOffer.model_validate({**row, "reasons": reasons(row, why, terms)}))
+        else:
+            rejected.append(RejectedOffer.model_validate(
+                {**row, "rejected_because": rejected_because(row, why, terms)}))
+    totals = {"offers_evaluated": found.offers.num_rows, **found.replayed,
+              "too_old_offers": picked.too_old_offers}
     return Recommendation(
         model_id=arch.model_id, method=job.method, tokens=req.tokens,
-        storage_gb=round(storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
+        storage_gb=round(terms.storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
         egress_gb=round(egress_gb, 3), shapes_evaluated=len(plans),
-        offers_evaluated=totals["offers_evaluated"],
-        ranked=[RankedOffer.model_validate(r) for r in rows if r["part"] == "ranked"],
-        rejected_cheaper=[RejectedOffer.model_validate(r) for r in rows
-                          if r["part"] == "rejected"],
+        offers_evaluated=found.offers.num_rows, ranked=ranked, rejected_cheaper=rejected,
         price_notes=price_notes(totals, req.max_price_age_days),
         managed=managed_quotes(arch.model_id, arch.total_params / 1e9, job.method, req.tokens),
     )
 
 
-def _rank_params(req: RecommendRequest, job: JobSpec, *, checkpoint_gb: float,
-                 storage_gb: float, egress_gb: float) -> dict[str, object]:
-    """The parameters of rank.sql besides those of offers.sql."""
-    every = req.checkpoint_every_min
+@contextmanager
+def _registered(con: duckdb.DuckDBPyConnection, **tables: pa.Table) -> Iterator[None]:
+    """The Arrow tables under their names on `con` for the queries inside."""
+    for name, table in tables.items():
+        con.register(name, table)
+    try:
+        yield
+    finally:
+        for name in tables:
+            con.unregister(name)
+
+
+def _cost_params(req: RecommendRequest, terms: Terms) -> dict[str, object]:
+    """The parameters of pair_costs.sql."""
     return {
-        "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
-        "objective": req.objective, "max_hours": req.max_hours,
-        "checkpoint_s": None if every is None else every * 60.0,
-        "min_interval_s": MIN_CHECKPOINT_INTERVAL_S, "checkpoint_gb": checkpoint_gb,
-        "write_gbps": CHECKPOINT_WRITE_GBPS, "restart_s": req.restart_s,
-        "storage_gb": storage_gb, "egress_gb": egress_gb,
-        "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
+        "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE, "max_hours": req.max_hours,
+        "checkpoint_s": terms.checkpoint_s, "min_interval_s": MIN_CHECKPOINT_INTERVAL_S,
+        "restart_s": req.restart_s, "storage_gb": terms.storage_gb,
+        "egress_gb": terms.egress_gb, "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
         "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
-        "hw_failures_per_gpu_hour": HARDWARE_FAILURES_PER_GPU_HOUR,
-        "now": (req.now or now_utc()).isoformat(), "stale_days": PRICE_AGE_WARN_DAYS,
-        "dtype": job.dtype, "max_age_days": req.max_price_age_days,
-        "limit": req.limit, "rejected_shown": REJECTED_SHOWN,
     }
 
 
@@ -174,18 +188,6 @@ def _fetch(con: duckdb.DuckDBPyConnection, sql: str,
     cursor = con.execute(sql, params)
     names = [d[0] for d in cursor.description or ()]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
-TOTALS = ("offers_evaluated", "replayed_offers", "replayed_providers", "replayed_from",
-          "replayed_to", "too_old_offers")
-
-
-def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The totals over every offer priced, which rank.sql repeats on each row it returns."""
-    if not rows:
-        return {"offers_evaluated": 0, "replayed_offers": 0, "replayed_providers": [],
-                "replayed_from": None, "replayed_to": None, "too_old_offers": 0}
-    return {name: rows[0][name] for name in TOTALS}
 
 
 def price_notes(totals: dict[str, Any], max_age_days: float | None) -> list[str]:

@@ -259,3 +259,37 @@ def test_each_placement_is_sized_once_across_recommendations(
     once = len(sized)
     again = _read(db, "70b-full")
     assert once >= first.shapes_evaluated and len(sized) == once and again == first
+
+
+def test_candidates_are_read_once_per_facts_and_filters(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuscout.pipeline.recommend import candidates as candidates_module
+
+    candidates_module.forget_candidates()
+    reads: list[dict[str, Any]] = []
+    real = candidates_module._read
+    monkeypatch.setattr(candidates_module, "_read",
+                        lambda con, filters: reads.append(filters) or real(con, filters))
+    first = _read(db, "7b-qlora")
+    assert _read(db, "7b-qlora", objective="time") != first  # same offers, priced again
+    _read(db, "7b-qlora", providers=["lambda"])
+    assert len(reads) == 2  # the provider filter is another set of candidates
+    cheaper = _offer("perhour", "4090", RTX, 1, 0.05, observed_at=NOW - timedelta(hours=1))
+    with connect(db) as con, transaction(con):  # new facts: read anew, never the old ones
+        merge_offers(con, offers_to_table([cheaper]), provider="perhour", run_id="later",
+                     complete=True)
+    after = _read(db, "7b-qlora")
+    assert len(reads) == 3
+    assert (after.ranked[0].provider, after.ranked[0].price_usd_per_hour) == ("perhour", 0.05)
+
+
+def test_equal_offers_rank_in_provider_then_offer_key_order(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    twins = [_offer(p, k, RTX, 1, 0.50) for p, k in
+             (("zcloud", "a"), ("acloud", "b"), ("acloud", "a"), ("mcloud", "z"))]
+    with connect(path) as con:
+        for provider in sorted({o.provider for o in twins}):
+            with transaction(con):
+                merge_offers(con, offers_to_table([o for o in twins if o.provider == provider]),
+                             provider=provider, run_id="fixture", complete=True)
+    assert _keys(_read(path, "7b-qlora")) == ["acloud/a", "acloud/b", "mcloud/z", "zcloud/a"]

@@ -1,0 +1,233 @@
+"""The reasons written next to each offer shown, and why a rejected one cannot serve the run.
+
+shown.sql returns, for the few rows shown, the facts of the offer, its pricing pair and its plan
+(the row's `why`); this module turns them into sentences. It follows SQL's rule for missing
+facts: a sentence that needs a fact the row lacks (None) is left out, never written with a
+blank in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Interconnects between the GPUs of one machine that need no warning for gradient traffic.
+FAST_LINKS = ("NVSwitch", "NVLink", "InfinityFabric")
+BILLING_UNITS = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What the request and the run's sizes add to a row's facts."""
+
+    checkpoint_s: float | None  # --checkpoint-every in seconds, None: Young/Daly
+    checkpoint_gb: float
+    write_gbps: float
+    hw_failures_per_gpu_hour: float
+    storage_gb: float
+    egress_gb: float
+    dtype: str  # the precision asked
+    stale_days: float
+    max_age_days: float | None
+    max_hours: float | None
+
+
+def _text(pattern: str, *args: Any) -> str | None:
+    """`pattern % args`, or None when a fact it needs is missing."""
+    return None if any(a is None for a in args) else pattern % args
+
+
+def _joined(*parts: str | None) -> str | None:
+    """The parts end to end, or None when one is missing."""
+    return None if any(p is None for p in parts) else "".join(parts)  # type: ignore[arg-type]
+
+
+def _gpus(row: dict[str, Any]) -> int:
+    return round(row["gpus_per_node"] * row["nodes"])
+
+
+def rejected_because(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
+    """Why an offer cannot serve the run (None: it can), the first reason that applies."""
+    if why["reject_reason"] is not None:
+        note = (f"; no inter-node fabric known for {row['provider']}: not placed on several "
+                "machines" if why["no_fabric_note"] else "")
+        return why["reject_reason"] + note
+    if why["too_old"]:
+        return _text("price last seen %d days ago, older than --max-price-age %g days",
+                     row["price_age_days"], terms.max_age_days)
+    if why["expected_s"] is None:
+        return _text("interrupted too often (%.3f/h over %d machine(s)) for %.0f-min "
+                     "checkpoints: it would never finish", why["interrupts_per_hour"],
+                     row["nodes"], why["interval_s"] / 60)
+    if why["too_slow"]:
+        assert terms.max_hours is not None
+        if row["pricing_model"] == "spot" and why["run_s"] / 3600 <= terms.max_hours:
+            return _text("takes %.1f h with the expected spot restarts (%.1f h without "
+                         "interruptions), over --max-hours %.1f", why["expected_hours"],
+                         why["run_s"] / 3600, terms.max_hours)
+        return _text("takes %.1f h, over --max-hours %.1f", why["expected_hours"],
+                     terms.max_hours)
+    return None
+
+
+def reasons(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> list[str]:
+    """The reasons shown with an offer, in a fixed order: placement, billing, checkpoints,
+    spot, what is not counted, and the price's age and stock."""
+    said = [
+        _resold(row),
+        _fits(row, why),
+        _interconnect(row),
+        _cluster(row, why),
+        _billing(why),
+        _text("pays %.2f h for %.2f h of work", why["billed_s"] / 3600,
+              why["expected_s"] / 3600)
+        if why["expected_s"] is not None and why["billed_s"] - why["expected_s"] >= 60
+        else None,
+        _checkpoints(row, why, terms),
+        _spot(row, why),
+        _dearer_than_on_demand(row, why),
+        "storage price unknown: not counted"
+        if terms.storage_gb > 0 and why["storage_usd_per_gb_month"] is None else None,
+        "egress price unknown: not counted"
+        if terms.egress_gb > 0 and why["egress_usd_per_gb"] is None else None,
+        _text("runs in %s (no %s on this GPU)", row["dtype"], terms.dtype)
+        if row["dtype"] is not None and row["dtype"] != terms.dtype else None,
+        "stale: the provider's last refresh failed; last good price" if row["stale"] else None,
+        _age(row, why, terms),
+        _text("%s reported no stock when last read (%s): ranked after the offers that may "
+              "be rented now", row["provider"], why["seen_at"])
+        if row["availability"] == "out_of_stock" else None,
+    ]
+    return [s for s in said if s is not None]
+
+
+def _resold(row: dict[str, Any]) -> str | None:
+    cloud = row["resold_from"]
+    if cloud is None:
+        return None
+    return f"a {cloud} machine rented through {row['provider']} (not read from {cloud} directly)"
+
+
+def _fits(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    nodes = row["nodes"]
+    if nodes is not None and row["gpus_per_node"] * nodes > 1:
+        spread = _text(" (%s over %d GPUs)", row["sharding"], _gpus(row))
+    else:
+        spread = " (one GPU)"
+    return _joined(_text("fits: needs %.1f of %.1f GB per GPU", why["need_gb_per_gpu"],
+                         why["usable_gb_per_gpu"]), spread)
+
+
+def _interconnect(row: dict[str, Any]) -> str | None:
+    if row["gpus_per_node"] <= 1:
+        return None
+    link = row["interconnect"]
+    if link in FAST_LINKS:
+        return f"{link} between GPUs"
+    return _text("%s between GPUs: gradient/shard traffic is slower", link)
+
+
+def _cluster(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    nodes = row["nodes"]
+    if nodes is None or nodes <= 1:
+        return None
+    assumed = ", Gb/s not stated: assumed" if why["fabric_gbps"] is None else ""
+    efficiency = why["scaling_efficiency"]
+    fabric = _text("%d machines over %s at %.0f Gb/s each (%s%s): %s ring at ~%.0f GB/s per "
+                   "GPU, %.0f%% scaling; ", nodes, row["network"], row["network_gbps"],
+                   why["fabric_source"], assumed, row["sharding"], why["ring_gbs"],
+                   None if efficiency is None else 100 * efficiency)
+    if why["max_nodes_source"] == "assumed":
+        size = _text("cluster size not published: assumed up to %d machines", why["max_nodes"])
+    else:
+        size = _text("clusters of up to %d machines (%s)", why["max_nodes"],
+                     why["max_nodes_source"])
+    return _joined(fabric, size)
+
+
+def _billing(why: dict[str, Any]) -> str:
+    increment = why["billing_increment_s"]
+    if increment is None:
+        return "billing granularity unknown: assumed hourly"
+    unit = BILLING_UNITS.get(increment, f"{increment} s")
+    minimum = why["min_charge_s"]
+    return f"billed per {unit}" + (f", minimum {minimum:d} s" if (minimum or 0) > 0 else "")
+
+
+def _checkpoints(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
+    if why["expected_s"] is None:
+        return None
+    interval, young_daly = why["interval_s"], why["young_daly_s"]
+    if terms.checkpoint_s is not None:
+        how = _text("checkpoint every %.0f min (--checkpoint-every)", interval / 60)
+    elif young_daly is None:
+        how = "one checkpoint: no interruption that loses work is modeled"
+    elif interval >= why["compute_s"]:
+        how = _text("one checkpoint: the run is shorter than the Young/Daly interval "
+                    "√(2·C·MTBF) = %.1f h", young_daly / 3600)
+    else:
+        how = _text("checkpoint every %.0f min: Young/Daly √(2·C·MTBF)", interval / 60)
+    losing = why["losing_per_hour"]
+    mtbf = ""
+    if losing is not None and losing > 0:
+        causes = [c for c in (
+            _text("%d GPUs × %.3g failures per GPU-hour", _gpus(row),
+                  terms.hw_failures_per_gpu_hour)
+            if why["hw_interrupts_per_hour"] > 0 else None,
+            "spot interruptions"
+            if row["pricing_model"] == "spot" and not why["notice_saves"] else None,
+        ) if c is not None]
+        mtbf = _text(" with C = %.3g s and MTBF %.0f h (%s)", why["write_s"], 1 / losing,
+                     " + ".join(causes))
+    writers = why["checkpoint_writers"]
+    written = _text("; %.1f GB written by %d machine%s at once at %.1f GB/s each: %.2f h "
+                    "writing checkpoints", terms.checkpoint_gb, writers,
+                    "s" if writers is not None and writers > 1 else "", terms.write_gbps,
+                    why["checkpoint_total_s"] / 3600)
+    return _joined(how, mtbf, written)
+
+
+def _spot(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    if row["pricing_model"] != "spot" or why["expected_s"] is None:
+        return None
+    nodes, share, notice = row["nodes"], why["loss_share"], why["spot_notice_s"]
+    if nodes > 1:
+        rate = _text("any of %d machines stops the job: %d × %.5f = %.4f interruptions/h",
+                     nodes, nodes, why["machine_interrupts_per_hour"],
+                     why["spot_interrupts_per_hour"])
+    else:
+        rate = _text("%.5f interruptions/h", why["spot_interrupts_per_hour"])
+    if why["notice_saves"]:
+        saved = _text("; the %d s notice fits a %.0f s checkpoint, so only the restart is "
+                      "lost (needs save-on-notice)", notice, why["write_s"])
+    elif notice is not None:
+        saved = _text("; the %d s notice is too short for a %.0f s checkpoint", notice,
+                      why["write_s"])
+    else:
+        saved = "; notice time unknown"
+    return _joined(_text("spot (%s): ", why["interruption_source"]), rate,
+                   _text("; ~%.2f expected, +%.1f%% time from lost work and restarts",
+                         why["expected_interruptions"], 100 * share / (1 - share)), saved)
+
+
+def _dearer_than_on_demand(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    od_total, total = why["od_total_usd"], why["total_usd"]
+    if row["pricing_model"] != "spot" or od_total is None or total is None or total <= od_total:
+        return None
+    od_price = why["od_price_usd_per_hour"]
+    if od_price is not None and row["price_usd_per_hour"] < od_price:
+        cause = "the expected restarts cost more than the discount saves"
+    else:
+        cause = "its hourly price is no lower"
+    return (f"dearer than {row['provider']} on-demand on the same machines "
+            f"(${od_total:.2f}): {cause}")
+
+
+def _age(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
+    days = row["price_age_days"]
+    if why["replayed"]:
+        return _text("price from a recorded capture of %s (%d days old), replayed: not a "
+                     "current price", why["seen_day"], days)
+    if days is not None and days > terms.stale_days:
+        return f"price observed {days:d} days ago"
+    return None
