@@ -403,7 +403,7 @@ def _queries(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[
         out += ["", f"Of recommend's {_ms(gr)}, sizing the job per machine shape "
                     f"({g.get('recommend_shapes')} shapes; the candidates kept for the "
                     f"warehouse and filters + `plan_shapes`) takes {_ms(sizing['p50'])} (p50); "
-                    "the rest is `pair_costs.sql` per pricing pair, every offer priced in "
+                    "the rest is `pair_costs.py` per pricing pair, every offer priced in "
                     "Arrow (`pricing.py`), `shown.sql` and the reasons of the rows shown."]
     reread = g.get("recommend_reread")
     if isinstance(reread, dict):
@@ -467,12 +467,10 @@ def _query_why(p50: float | None, ratio: float | None) -> str:
 
 
 RECOMMEND_WHY = (
-    "the job-independent facts of every offer are now a stored table (`recommend_offers`, "
-    "built at the end of each refresh) and sizing plans are kept across calls, but "
-    "`rank.sql` still prices all 100 k offers on each call (checkpoints, interruptions, "
-    "billing, storage, egress, price age): in a profiled call ~18 ms go to materializing the "
-    "35-column `priced` step, ~18 ms to planning and optimizing the query, the rest to its "
-    "joins, groups and top-N sorts on 2 shared cores; see the closing note.")
+    "each pricing pair (a machine placement with its billing, spot and storage terms, ~1 k "
+    "here) is priced once in Arrow and every offer by its pair; what is left is the ranking's "
+    "Arrow kernels over every candidate, the small `shown.sql` query for the rows shown and "
+    "the facts check on the connection, on 2 shared cores; see the closing note.")
 
 
 def _cli(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[str]:
@@ -703,10 +701,9 @@ def _proposals(res: dict[str, Any]) -> dict[str, str]:
             "last complete run in the view rather than writing it on every row each night "
             "(the grace rows kept open unseen need their own marker)."),
         "recommend": (
-            "**Recommend.** Price a narrow lower bound (price × compute hours) for every offer "
-            "and the full cost only for those that can still reach the top or the rejected "
-            "list; integer placement keys instead of the five-column null-safe join; keep the "
-            "query prepared across calls on one connection."),
+            "**Recommend.** Rank on a narrow lower bound (price × compute hours) and price in "
+            "full only the offers that can still reach the top or the rejected list; write the "
+            "rows shown from Arrow rather than one more query."),
         "query": (
             "**Filter query.** `current_offers` scans every version in `offer_versions`; "
             "keeping open versions in their own table makes it independent of history."),

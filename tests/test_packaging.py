@@ -42,7 +42,7 @@ def test_every_layer_and_its_data_is_in_the_wheel(wheel: zipfile.ZipFile) -> Non
         assert module in names, module
     for data in ("gpuscout/core/data/gpus.csv", "gpuscout/core/data/aliases/runpod.csv",
                  "gpuscout/pipeline/data/provider_profiles.csv",
-                 "gpuscout/pipeline/recommend/pair_costs.sql",
+                 "gpuscout/pipeline/recommend/shown.sql",
                  "gpuscout/sizing/data/architectures.csv",
                  "gpuscout/warehouse/migrations/0001_initial.sql",
                  "gpuscout/adapters/snapshots/lambda/manifest.json"):

@@ -2,7 +2,7 @@
 
 Everything of it is in this package: the request and result types, the per-shape sizing
 (`plans.py`), the per-offer facts kept for it (`facts.py`), the offers a request may use
-(`candidates.py`), the pricing of each pricing pair (`pair_costs.sql`) and of every offer by
+(`candidates.py`), the pricing of each pricing pair (`pair_costs.py`) and of every offer by
 its pair (`pricing.py`), and the rows shown with their reasons (`shown.sql`, `reasons.py`).
 """
 

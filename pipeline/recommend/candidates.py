@@ -25,6 +25,12 @@ pc: Any = pyarrow.compute
 # Candidate sets kept (each is a few columns of the offers a request may use, ~5 MB for 100 k
 # offers): enough for the filters one warehouse is asked with in a session.
 KEPT_SETS = 16
+# Interruption rates where the provider publishes none. Bid marketplaces (RunPod spot, Vast
+# interruptible) reclaim on outbids: assumed one interruption per 20 hours, which is also used
+# when a provider's spot mechanics are unknown. Market spot (cloud spot/preemptible): AWS Spot
+# Advisor's worst band for GPU families, >20 %/month.
+BID_INTERRUPTS_PER_HOUR = 0.05
+MARKET_INTERRUPTS_PER_HOUR = -math.log(1 - 0.25) / 730
 PLACEMENT = ("gpu_id", "gpu_count", "fabric", "fabric_gbps", "max_nodes")
 
 
@@ -66,7 +72,9 @@ def forget_candidates() -> None:
 
 def _read(con: duckdb.DuckDBPyConnection, filters: dict[str, Any]) -> Candidates:
     offers = con.sql(sql_file("candidates"), params=filters).to_arrow_table()
-    pairs = con.sql(sql_file("pairs"), params=filters).to_arrow_table()
+    pairs = con.sql(sql_file("pairs"), params={
+        **filters, "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
+        "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR}).to_arrow_table()
     return Candidates(offers=offers, pairs=pairs,
                       pair_index=pc.index_in(offers["pair_id"], value_set=pairs["pair_id"]),
                       placements=placements(pairs), replayed=_replayed(offers))

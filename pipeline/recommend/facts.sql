@@ -5,12 +5,12 @@
 -- cloud's machine, named in provider_data.cloud, spelt as the warehouse spells it through
 -- `$cloud_from` -> `$cloud_to`) carries `resold_from`, and `direct_twin` when that cloud is read
 -- directly with the same GPU, count and pricing: the machine is then counted once, as the
--- direct offer. `offer_reject` is why an offer cannot serve any job (pair_costs.sql adds the
+-- direct offer. `offer_reject` is why an offer cannot serve any job (pair_costs.py adds the
 -- job's own reasons after it). Preceded by `WITH {inputs}`. Parameters: $min_gpus_multi_node,
 -- $default_max_nodes, $aggregators, $cloud_from, $cloud_to.
 SELECT *,
        -- the offer's pricing terms: offers of one pair_id share a machine placement and every
-       -- term of the whole-run price but the hourly price itself, so pair_costs.sql prices each
+       -- term of the whole-run price but the hourly price itself, so pair_costs.py prices each
        -- pair once and pricing.py each offer by its pair
        dense_rank() OVER (ORDER BY gpu_id, gpu_count, fabric, fabric_gbps, max_nodes,
                                    pricing_model, interruption_band, spot_pricing,
@@ -72,7 +72,7 @@ FROM (
                WHERE d.provider = resold_from AND d.gpu_id = o.gpu_id
                  AND d.gpu_count = o.gpu_count AND d.pricing_model = o.pricing_model
            )                                                                AS direct_twin,
-           -- AWS Spot Advisor: the share of instances interrupted in a month (pair_costs.sql)
+           -- AWS Spot Advisor: the share of instances interrupted in a month (pairs.sql)
            json_extract_string(o.provider_data, '$.interruption_band')      AS interruption_band,
            json_extract_string(o.provider_data, '$.price_scope')            AS price_scope
     FROM offer_inputs o

@@ -1,6 +1,6 @@
 """Every candidate offer priced for one run and ranked, column-wise in Arrow.
 
-`pair_costs.sql` has priced each pricing pair for the run, all but the hourly price; an offer's
+`pair_costs.py` has priced each pricing pair for the run, all but the hourly price; an offer's
 whole-run cost is then its hourly price × machines × billed seconds plus its pair's storage and
 egress, which is a few Arrow kernels over the candidate columns (candidates.py) rather than a
 query planned again per call. The result is the rows shown: the best `limit` (part 'ranked')
@@ -59,14 +59,14 @@ def epoch_s(when: datetime) -> float:
 
 
 def price_and_pick(cands: Candidates, costs: pa.Table, how: Ranking) -> Picked:
-    """Price every candidate by its pair's costs (pair_costs.sql, in `cands.pairs` order) and
+    """Price every candidate by its pair's costs (pair_costs.py, in `cands.pairs` order) and
     pick the rows shown."""
     if costs.num_rows != cands.pairs.num_rows:
         raise ValueError(f"{costs.num_rows} pair costs for {cands.pairs.num_rows} pairs")
-    offers = cands.offers
+    offers, pair_rows = cands.offers, cands.pair_index
 
-    def of_pair(name: str) -> Any:
-        return pc.take(costs[name], cands.pair_index)
+    def of_pair(name: str, rows: Any = pair_rows) -> Any:
+        return pc.take(costs[name], rows)
 
     price = offers["price_usd_per_hour"]
     compute = pc.divide(pc.multiply(pc.multiply(price, pc.cast(of_pair("nodes"), pa.float64())),
@@ -78,27 +78,28 @@ def price_and_pick(cands: Candidates, costs: pa.Table, how: Ranking) -> Picked:
         age = pc.subtract(epoch_s(how.now), offers["seen_s"])
         too_old = pc.fill_null(pc.and_(pc.invert(offers["replayed"]),
                                        pc.greater(age, how.max_age_days * 86400)), False)
-    model = of_pair("pricing_model")
-    objective = {"cost": total, "time": of_pair("expected_hours"),
-                 "balanced": pc.multiply(total, of_pair("expected_hours"))}[how.objective]
+    if how.objective == "cost":
+        objective = total
+    else:
+        hours = of_pair("expected_hours")
+        objective = hours if how.objective == "time" else pc.multiply(total, hours)
     priced = pa.table({
-        "fact_id": offers["fact_id"], "provider": offers["provider"],
+        "fact_id": offers["fact_id"], "pair_row": pair_rows, "provider": offers["provider"],
         "price_usd_per_hour": price, "total_usd": total, "too_old": too_old,
-        "rejected": pc.or_(of_pair("rejected"), too_old), "runs": of_pair("runs"),
-        "no_stock": offers["no_stock"],
-        "spot_last": pc.not_equal(model, "spot") if how.spot == "prefer"
+        "rejected": pc.or_(of_pair("rejected"), too_old), "no_stock": offers["no_stock"],
+        "spot_last": pc.not_equal(of_pair("pricing_model"), "spot") if how.spot == "prefer"
         else pa.array([False] * offers.num_rows, pa.bool_()),
-        "objective_value": objective, "memory_gb": of_pair("memory_gb"),
-        "pricing_model": model, "gpu_id": of_pair("gpu_id"), "gpu_count": of_pair("gpu_count"),
-        "nodes": of_pair("nodes"),
+        "objective_value": objective,
     })
-    best = _first(priced.filter(pc.invert(priced["rejected"])), how.limit, BEST_ORDER)
+    best = _with_pair(_first(priced.filter(pc.invert(priced["rejected"])), how.limit,
+                             BEST_ORDER), costs)
     rejected = priced.filter(priced["rejected"])
     if best.num_rows:  # cheaper by the hour than the winner; all of them when nothing runs
         winner = best["price_usd_per_hour"][0].as_py()
         rejected = rejected.filter(pc.less(rejected["price_usd_per_hour"], winner))
-    rejected = _first(rejected, how.rejected_shown, REJECTED_ORDER)
-    od_total, od_price = _on_demand(priced, best)
+    rejected = _first(_with_pair(rejected, costs, "memory_gb"), how.rejected_shown,
+                      REJECTED_ORDER)
+    od_total, od_price = _on_demand(priced, best, costs)
     rows = [{"fact_id": r["fact_id"], "part": part, "total_usd": r["total_usd"],
              "too_old": r["too_old"],
              "od_total_usd": od_total.get(_run_key(r)) if part == "ranked" else None,
@@ -108,8 +109,9 @@ def price_and_pick(cands: Candidates, costs: pa.Table, how: Ranking) -> Picked:
             for r in table.select(["fact_id", "total_usd", "too_old", "provider", "gpu_id",
                                    "gpu_count", "nodes"]).to_pylist()]
     shown = pa.Table.from_pylist([{**r, "ord": i} for i, r in enumerate(rows)], schema=SHOWN)
-    too_old_offers = pc.sum(pc.and_(too_old, pc.is_null(of_pair("reject_reason")))).as_py()
-    return Picked(shown=shown, too_old_offers=int(too_old_offers or 0))
+    old = priced.filter(too_old)
+    placed = pc.is_null(of_pair("reject_reason", old["pair_row"]))
+    return Picked(shown=shown, too_old_offers=int(pc.sum(placed).as_py() or 0))
 
 
 SHOWN = pa.schema([("fact_id", pa.int64()), ("part", pa.string()), ("total_usd", pa.float64()),
@@ -124,18 +126,31 @@ def _first(table: pa.Table, k: int, order: list[tuple[str, str, str]]) -> pa.Tab
     return table.take(pc.sort_indices(table, order))
 
 
+PAIR_KEY = ("pricing_model", "gpu_id", "gpu_count", "nodes")
+
+
+def _with_pair(table: pa.Table, costs: pa.Table, *names: str) -> pa.Table:
+    """`table` (a few of the priced offers) with its pairs' placement and pricing model, and
+    `names` of its pairs' costs."""
+    rows = table["pair_row"]
+    for name in (*PAIR_KEY, "runs", *names):
+        table = table.append_column(name, pc.take(costs[name], rows))
+    return table
+
+
 def _run_key(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row["provider"], row["gpu_id"], row["gpu_count"], row["nodes"])
 
 
-def _on_demand(priced: pa.Table, best: pa.Table) -> tuple[dict, dict]:
+def _on_demand(priced: pa.Table, best: pa.Table, costs: pa.Table) -> tuple[dict, dict]:
     """For the spot offers ranked, the same provider's on-demand offers of the same machines:
     the cheapest whole run on as many machines (of those that run), the lowest hourly price."""
     spot = best.filter(pc.equal(best["pricing_model"], "spot"))
     if not spot.num_rows:
         return {}, {}
-    od = priced.filter(pc.and_(pc.equal(priced["pricing_model"], "on_demand"),
-                               pc.is_in(priced["provider"], value_set=spot["provider"])))
+    od = _with_pair(priced.filter(pc.is_in(priced["provider"], value_set=spot["provider"])),
+                    costs)
+    od = od.filter(pc.equal(od["pricing_model"], "on_demand"))
     totals = (od.filter(od["runs"]).group_by(["provider", "gpu_id", "gpu_count", "nodes"])
               .aggregate([("total_usd", "min")]).to_pylist())
     prices = (od.group_by(["provider", "gpu_id", "gpu_count"])

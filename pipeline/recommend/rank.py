@@ -4,12 +4,12 @@
 table a refresh stores, or one built there); `candidates.py` reads, once per set of facts and
 filters, the offers a request may use, their pricing pairs (a machine placement and every term
 of the price but the hourly one) and placements; `plans.py` sizes the job once per placement
-(and keeps the plans across calls); `pair_costs.sql` prices each pair for the run
+(and keeps the plans across calls); `pair_costs.py` prices each pair for the run
 (checkpoints, interruptions, billing granularity, storage, egress); `pricing.py` prices every
 offer by its pair and picks the rows shown; `shown.sql` and `reasons.py` explain them. Nothing
 loops over offers.
 
-The whole-run time of an offer (pair_costs.sql; the functions below state the same formulas):
+The whole-run time of an offer (pair_costs.py; the functions below state the same formulas):
     T   compute seconds (the plan), C = checkpoint write seconds (plans.checkpoint_write_s)
     λ   interruptions per hour of the job = spot rate of one machine × machines
         + HARDWARE_FAILURES_PER_GPU_HOUR × GPUs when on several machines
@@ -37,6 +37,7 @@ from gpuscout.core.errors import DataError
 from gpuscout.pipeline.recommend.candidates import candidates, sql_file
 from gpuscout.pipeline.recommend.facts import use_facts
 from gpuscout.pipeline.recommend.managed import managed_quotes
+from gpuscout.pipeline.recommend.pair_costs import CostTerms, pair_costs, plan_rows
 from gpuscout.pipeline.recommend.plans import (
     MIN_GPUS_FOR_MULTI_NODE,
     plan_shapes,
@@ -64,12 +65,6 @@ CHECKPOINT_WRITE_GBPS = 1.0
 HARDWARE_FAILURES_PER_GPU_HOUR = 419 / (16_384 * 54 * 24)
 # Young/Daly intervals shorter than this are not used (the CLI's --checkpoint-every minimum).
 MIN_CHECKPOINT_INTERVAL_S = 60.0
-# Interruption rates where the provider publishes none. Bid marketplaces (RunPod spot, Vast
-# interruptible) reclaim on outbids: assumed one interruption per 20 hours, which is also used
-# when a provider's spot mechanics are unknown. Market spot (cloud spot/preemptible): AWS Spot
-# Advisor's worst band for GPU families, >20 %/month.
-BID_INTERRUPTS_PER_HOUR = 0.05
-MARKET_INTERRUPTS_PER_HOUR = -math.log(1 - 0.25) / 730
 # A price observed longer ago than this is called out in the reasons.
 PRICE_AGE_WARN_DAYS = 30
 # The --explain list: at most this many cheaper offers that were rejected.
@@ -128,16 +123,16 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
                   max_age_days=req.max_price_age_days, max_hours=req.max_hours)
     plans = plan_shapes(arch, job, found.placements, req.tokens, catalog)
     now = req.now or now_utc()
-    with _registered(con, plans=plans_table(
-            plans, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
-            hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR), pairs=found.pairs):
-        costs = con.sql(sql_file("pair_costs"), params=_cost_params(req, terms)).to_arrow_table()
-        picked = price_and_pick(found, costs, Ranking(
-            objective=req.objective, spot=req.spot, now=now,
-            max_age_days=req.max_price_age_days, limit=req.limit,
-            rejected_shown=REJECTED_SHOWN))
-        with _registered(con, pair_costs=costs, shown=picked.shown):
-            rows = _fetch(con, sql_file("shown"), {"now": now.isoformat()})
+    plan_table = plans_table(plans, checkpoint_gb=checkpoint_gb,
+                             write_gbps=CHECKPOINT_WRITE_GBPS,
+                             hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR)
+    costs = pair_costs(found.pairs, plan_table, plan_rows(found.pairs, plan_table),
+                       _cost_terms(req, terms))
+    picked = price_and_pick(found, costs, Ranking(
+        objective=req.objective, spot=req.spot, now=now, max_age_days=req.max_price_age_days,
+        limit=req.limit, rejected_shown=REJECTED_SHOWN))
+    with _registered(con, plans=plan_table, pair_costs=costs, shown=picked.shown):
+        rows = _fetch(con, sql_file("shown"), {"now": now.isoformat()})
     ranked, rejected = [], []
     for row in rows:
         why = row.pop("why")
@@ -170,15 +165,11 @@ def _registered(con: duckdb.DuckDBPyConnection, **tables: pa.Table) -> Iterator[
             con.unregister(name)
 
 
-def _cost_params(req: RecommendRequest, terms: Terms) -> dict[str, object]:
-    """The parameters of pair_costs.sql."""
-    return {
-        "min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE, "max_hours": req.max_hours,
-        "checkpoint_s": terms.checkpoint_s, "min_interval_s": MIN_CHECKPOINT_INTERVAL_S,
-        "restart_s": req.restart_s, "storage_gb": terms.storage_gb,
-        "egress_gb": terms.egress_gb, "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
-        "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR,
-    }
+def _cost_terms(req: RecommendRequest, terms: Terms) -> CostTerms:
+    return CostTerms(min_gpus_multi_node=MIN_GPUS_FOR_MULTI_NODE, max_hours=req.max_hours,
+                     checkpoint_s=terms.checkpoint_s, min_interval_s=MIN_CHECKPOINT_INTERVAL_S,
+                     restart_s=req.restart_s, storage_gb=terms.storage_gb,
+                     egress_gb=terms.egress_gb)
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str,

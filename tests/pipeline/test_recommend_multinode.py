@@ -18,16 +18,18 @@ from gpuscout.core.errors import DataError
 from gpuscout.core.models import Interconnect, NetworkFabric, PricingModel
 from gpuscout.pipeline.profiles import load_profiles, parse_profiles, profiles_table
 from gpuscout.pipeline.recommend import RecommendRequest, recommend
+from gpuscout.pipeline.recommend.candidates import (
+    BID_INTERRUPTS_PER_HOUR,
+    MARKET_INTERRUPTS_PER_HOUR,
+)
 from gpuscout.pipeline.recommend.plans import (
     DEFAULT_MAX_CLUSTER_NODES,
     checkpoint_write_s,
     node_counts,
 )
 from gpuscout.pipeline.recommend.rank import (
-    BID_INTERRUPTS_PER_HOUR,
     CHECKPOINT_WRITE_GBPS,
     HARDWARE_FAILURES_PER_GPU_HOUR,
-    MARKET_INTERRUPTS_PER_HOUR,
     expected_run_s,
     job_interrupts_per_hour,
     young_daly_interval_s,
