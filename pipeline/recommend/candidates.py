@@ -19,6 +19,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute
 
+from gpuscout.pipeline.recommend.pair_costs import PLAN_PLACEMENT
+
 # pyarrow generates its compute functions at import: the type checker cannot see them
 pc: Any = pyarrow.compute
 
@@ -31,6 +33,7 @@ KEPT_SETS = 16
 # Advisor's worst band for GPU families, >20 %/month.
 BID_INTERRUPTS_PER_HOUR = 0.05
 MARKET_INTERRUPTS_PER_HOUR = -math.log(1 - 0.25) / 730
+# A pair's placement as pairs.sql gives it (gpu_count as offered, fractional shares included).
 PLACEMENT = ("gpu_id", "gpu_count", "fabric", "fabric_gbps", "max_nodes")
 
 
@@ -87,8 +90,7 @@ def placements(pairs: pa.Table) -> list[dict[str, Any]]:
             for r in pairs.select(list(PLACEMENT)).to_pylist()
             if r["gpu_id"] is not None and r["gpu_count"] >= 1
             and r["gpu_count"] == math.floor(r["gpu_count"])}
-    names = ("gpu_id", "gpus_per_node", "fabric", "fabric_gbps", "max_nodes")
-    return [dict(zip(names, k, strict=True)) for k in sorted(keys, key=repr)]
+    return [dict(zip(PLAN_PLACEMENT, k, strict=True)) for k in sorted(keys, key=repr)]
 
 
 def _replayed(offers: pa.Table) -> dict[str, Any]:

@@ -115,7 +115,7 @@ def _plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, gpu_id: str, gpus_per_
 
 def placement_plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, key: dict[str, Any],
                    tokens: int) -> NodePlan:
-    """The plan of one placement (see rank.placements): its machine shape sized once and,
+    """The plan of one placement (see candidates.placements): its machine shape sized once and,
     where the machine hits the memory wall and has a fabric, the fewest machines of its
     cluster that hold the job."""
     gpu_id, per_node, fabric = key["gpu_id"], key["gpus_per_node"], key["fabric"]

@@ -71,8 +71,6 @@ PRICE_AGE_WARN_DAYS = 30
 REJECTED_SHOWN = 20
 
 
-
-
 def job_interrupts_per_hour(machine_rate: float, machines: int, gpus: int,
                             hw_rate_per_gpu_hour: float = HARDWARE_FAILURES_PER_GPU_HOUR,
                             ) -> float:
@@ -114,20 +112,22 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
         raise DataError("no current offers match: run `gpuscout refresh` or widen "
                         "--provider/--region/--spot")
     checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
-    terms = Terms(checkpoint_s=None if req.checkpoint_every_min is None
-                  else req.checkpoint_every_min * 60.0,
-                  checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
-                  hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR,
-                  storage_gb=derived_storage if req.storage_gb is None else req.storage_gb,
-                  egress_gb=egress_gb, dtype=job.dtype, stale_days=PRICE_AGE_WARN_DAYS,
-                  max_age_days=req.max_price_age_days, max_hours=req.max_hours)
+    run = CostTerms(
+        min_gpus_multi_node=MIN_GPUS_FOR_MULTI_NODE, max_hours=req.max_hours,
+        checkpoint_s=None if req.checkpoint_every_min is None
+        else req.checkpoint_every_min * 60.0,
+        min_interval_s=MIN_CHECKPOINT_INTERVAL_S, restart_s=req.restart_s,
+        storage_gb=derived_storage if req.storage_gb is None else req.storage_gb,
+        egress_gb=egress_gb)
+    terms = Terms(run=run, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
+                  hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR, dtype=job.dtype,
+                  stale_days=PRICE_AGE_WARN_DAYS, max_age_days=req.max_price_age_days)
     plans = plan_shapes(arch, job, found.placements, req.tokens, catalog)
     now = req.now or now_utc()
     plan_table = plans_table(plans, checkpoint_gb=checkpoint_gb,
                              write_gbps=CHECKPOINT_WRITE_GBPS,
                              hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR)
-    costs = pair_costs(found.pairs, plan_table, plan_rows(found.pairs, plan_table),
-                       _cost_terms(req, terms))
+    costs = pair_costs(found.pairs, plan_table, plan_rows(found.pairs, plan_table), run)
     picked = price_and_pick(found, costs, Ranking(
         objective=req.objective, spot=req.spot, now=now, max_age_days=req.max_price_age_days,
         limit=req.limit, rejected_shown=REJECTED_SHOWN))
@@ -145,7 +145,7 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
               "too_old_offers": picked.too_old_offers}
     return Recommendation(
         model_id=arch.model_id, method=job.method, tokens=req.tokens,
-        storage_gb=round(terms.storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
+        storage_gb=round(run.storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
         egress_gb=round(egress_gb, 3), shapes_evaluated=len(plans),
         offers_evaluated=found.offers.num_rows, ranked=ranked, rejected_cheaper=rejected,
         price_notes=price_notes(totals, req.max_price_age_days),
@@ -163,13 +163,6 @@ def _registered(con: duckdb.DuckDBPyConnection, **tables: pa.Table) -> Iterator[
     finally:
         for name in tables:
             con.unregister(name)
-
-
-def _cost_terms(req: RecommendRequest, terms: Terms) -> CostTerms:
-    return CostTerms(min_gpus_multi_node=MIN_GPUS_FOR_MULTI_NODE, max_hours=req.max_hours,
-                     checkpoint_s=terms.checkpoint_s, min_interval_s=MIN_CHECKPOINT_INTERVAL_S,
-                     restart_s=req.restart_s, storage_gb=terms.storage_gb,
-                     egress_gb=terms.egress_gb)
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str,

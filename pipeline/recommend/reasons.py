@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpuscout.pipeline.recommend.pair_costs import CostTerms
+
 # Interconnects between the GPUs of one machine that need no warning for gradient traffic.
 FAST_LINKS = ("NVSwitch", "NVLink", "InfinityFabric")
 BILLING_UNITS = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
@@ -18,18 +20,16 @@ BILLING_UNITS = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
 
 @dataclass(frozen=True)
 class Terms:
-    """What the request and the run's sizes add to a row's facts."""
+    """What the request and the run's sizes add to a row's facts: the terms its pair was
+    priced with, and those only the reasons state."""
 
-    checkpoint_s: float | None  # --checkpoint-every in seconds, None: Young/Daly
+    run: CostTerms
     checkpoint_gb: float
     write_gbps: float
     hw_failures_per_gpu_hour: float
-    storage_gb: float
-    egress_gb: float
     dtype: str  # the precision asked
     stale_days: float
     max_age_days: float | None
-    max_hours: float | None
 
 
 def _text(pattern: str, *args: Any) -> str | None:
@@ -60,13 +60,13 @@ def rejected_because(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> 
                      "checkpoints: it would never finish", why["interrupts_per_hour"],
                      row["nodes"], why["interval_s"] / 60)
     if why["too_slow"]:
-        assert terms.max_hours is not None
-        if row["pricing_model"] == "spot" and why["run_s"] / 3600 <= terms.max_hours:
+        assert terms.run.max_hours is not None
+        if row["pricing_model"] == "spot" and why["run_s"] / 3600 <= terms.run.max_hours:
             return _text("takes %.1f h with the expected spot restarts (%.1f h without "
                          "interruptions), over --max-hours %.1f", why["expected_hours"],
-                         why["run_s"] / 3600, terms.max_hours)
+                         why["run_s"] / 3600, terms.run.max_hours)
         return _text("takes %.1f h, over --max-hours %.1f", why["expected_hours"],
-                     terms.max_hours)
+                     terms.run.max_hours)
     return None
 
 
@@ -87,9 +87,9 @@ def reasons(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> list[str]
         _spot(row, why),
         _dearer_than_on_demand(row, why),
         "storage price unknown: not counted"
-        if terms.storage_gb > 0 and why["storage_usd_per_gb_month"] is None else None,
+        if terms.run.storage_gb > 0 and why["storage_usd_per_gb_month"] is None else None,
         "egress price unknown: not counted"
-        if terms.egress_gb > 0 and why["egress_usd_per_gb"] is None else None,
+        if terms.run.egress_gb > 0 and why["egress_usd_per_gb"] is None else None,
         _text("runs in %s (no %s on this GPU)", row["dtype"], terms.dtype)
         if row["dtype"] is not None and row["dtype"] != terms.dtype else None,
         "stale: the provider's last refresh failed; last good price" if row["stale"] else None,
@@ -158,7 +158,7 @@ def _checkpoints(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str 
     if why["expected_s"] is None:
         return None
     interval, young_daly = why["interval_s"], why["young_daly_s"]
-    if terms.checkpoint_s is not None:
+    if terms.run.checkpoint_s is not None:
         how = _text("checkpoint every %.0f min (--checkpoint-every)", interval / 60)
     elif young_daly is None:
         how = "one checkpoint: no interruption that loses work is modeled"

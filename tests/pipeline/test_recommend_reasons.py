@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuscout.pipeline.recommend.pair_costs import CostTerms
 from gpuscout.pipeline.recommend.reasons import Terms, _billing, _text, rejected_because
 
-TERMS = Terms(checkpoint_s=None, checkpoint_gb=1.0, write_gbps=1.0,
-              hw_failures_per_gpu_hour=1e-5, storage_gb=10.0, egress_gb=1.0, dtype="bf16",
-              stale_days=30, max_age_days=7.0, max_hours=2.0)
+TERMS = Terms(run=CostTerms(min_gpus_multi_node=8, max_hours=2.0, checkpoint_s=None,
+                            min_interval_s=60.0, restart_s=600.0, storage_gb=10.0,
+                            egress_gb=1.0),
+              checkpoint_gb=1.0, write_gbps=1.0, hw_failures_per_gpu_hour=1e-5, dtype="bf16",
+              stale_days=30, max_age_days=7.0)
 ROW: dict[str, Any] = {"provider": "cloud", "nodes": 1, "pricing_model": "spot",
                        "price_age_days": 12}
 WHY: dict[str, Any] = {"reject_reason": None, "no_fabric_note": False, "too_old": False,
