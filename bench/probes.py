@@ -39,7 +39,7 @@ STAGE_WITH_HASH = (
     "CREATE OR REPLACE TEMP TABLE stage AS SELECT i.*, "
     f"CAST(hash({HASH_COLUMNS}) AS VARCHAR) AS row_hash FROM incoming i")
 TOUCH_IF_DIFFERENT = """
-UPDATE offer_versions AS v
+UPDATE recent_versions AS v
 SET availability = s.availability, available_count = s.available_count,
     provider_data = s.provider_data, source_url = s.source_url,
     price_usd_per_hour = s.price_usd_per_hour, price_usd_per_gpu_hour = s.price_usd_per_gpu_hour

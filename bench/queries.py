@@ -68,17 +68,17 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
         replace_provider_profiles,
         transaction,
     )
+    from gpuscout.warehouse.segments import copy_warehouse
 
     db = work / "queries.duckdb"
-    db.unlink(missing_ok=True)
-    shutil.copyfile(history_db, db)
+    copy_warehouse(history_db, db)
     offers = market_offers(n_offers, observed_at=MARKET_AT)
     pq.write_table(offers, work / "market.parquet")
     with connect(db) as con:
         replace_gpu_catalog(con, GPUS_CSV)
         replace_provider_profiles(con, profiles_table())
         # The history bench's provider leaves the market: its versions stay as history only.
-        con.execute("UPDATE offer_versions SET valid_to = $1, closed_by_run = 'bench-close' "
+        con.execute("UPDATE recent_versions SET valid_to = $1, closed_by_run = 'bench-close' "
                     "WHERE provider = 'bench' AND valid_to IS NULL", [MARKET_AT])
         for i, provider in enumerate(PROVIDERS):
             part = offers.filter(pc.equal(offers["provider"], provider))
@@ -90,7 +90,14 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
         ).fetchone()
     assert held is not None
     return {"db": str(db), "history_rows": int(held[0]), "current_offers": int(held[1]),
-            "size_mb": db.stat().st_size / 1e6}
+            "size_mb": db.stat().st_size / 1e6, "segments_mb": _segments_mb(db)}
+
+
+def _segments_mb(db: Path) -> float:
+    from gpuscout.warehouse.segments import segments_dir
+
+    folder = segments_dir(db)
+    return sum(p.stat().st_size for p in folder.iterdir()) / 1e6 if folder.is_dir() else 0.0
 
 
 # -- children -----------------------------------------------------------------------------------

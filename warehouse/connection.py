@@ -14,6 +14,10 @@ writer holds it. So no writer ever opens the published file:
 - A writer that dies at any point (SIGKILL, power loss) leaves the published file as it was; the
   next writer discards the half-written copy. The lock is released by the kernel when its holder
   dies, so it never goes stale.
+- What a session copies stays small however long the history grows: before it publishes, a
+  session moves closed versions to an immutable Parquet segment beside the file
+  (`warehouse.segments`); published files only ever list more segments, and a segment a killed
+  writer left unlisted is deleted by the next session.
 
 A database URI (MotherDuck's `md:name`) and `:memory:` are opened directly, as DuckDB does.
 """
@@ -31,10 +35,12 @@ from pathlib import Path
 import duckdb
 
 from gpuscout.core.errors import DataError
+from gpuscout.warehouse import segments
 from gpuscout.warehouse.migrate import migrate, pending
 
 LOCK_SUFFIX = ".lock"
 STAGING_SUFFIX = ".next"
+COMPACT_SUFFIX = ".compact"
 WAL_SUFFIX = ".wal"
 
 
@@ -169,12 +175,14 @@ def _require_current(con: duckdb.DuckDBPyConnection, target: str) -> None:
 
 
 @contextmanager
-def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(path: Path | str, *, read_only: bool = False,
+            seal_rows: int = segments.SEAL_ROWS) -> Iterator[duckdb.DuckDBPyConnection]:
     """Yield a connection: read-only on the published file, or a write session (see above).
 
     A read-only open of a file that does not exist, or of one an older gpuscout wrote and no
     refresh has migrated since, is a `DataError` (run a refresh) rather than DuckDB's generic
-    IO error or a query that fails on a missing column.
+    IO error or a query that fails on a missing column. A write session seals its closed
+    versions into a history segment once there are `seal_rows` of them.
     """
     target = str(path)
     if not _is_file(target):
@@ -195,6 +203,7 @@ def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.Duc
         con = _open(target, read_only=True)
         try:
             _require_current(con, target)
+            segments.point_reader(con, _real(target))
             yield con
         finally:
             con.close()
@@ -205,14 +214,14 @@ def connect(path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.Duc
             raise DataError(f"a write session on {target} is already open in this process")
         _sessions.add(real)
         try:
-            with _write_session(real) as con:
+            with _write_session(real, seal_rows) as con:
                 yield con
         finally:
             _sessions.discard(real)
 
 
 @contextmanager
-def _write_session(real: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+def _write_session(real: Path, seal_rows: int) -> Iterator[duckdb.DuckDBPyConnection]:
     staging = _sidecar(real, STAGING_SUFFIX)
     _discard(staging)  # a copy a killed writer left behind
     if real.exists():
@@ -221,9 +230,15 @@ def _write_session(real: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         shutil.copymode(real, staging)
     con = _open(str(staging), read_only=False)
     checkpointed = False
+    sealed = 0
     try:
         migrate(con)
+        segments.discard_unlisted(con, real)  # a killed writer's unpublished segment
+        segments.point_view(con, real)
         yield con
+        with suppress(duckdb.Error):  # the body left a transaction open: it is rolled back
+            con.execute("ROLLBACK")
+        sealed = segments.seal(con, real, min_rows=seal_rows)
     finally:
         # Whatever ended the session, what was committed is published and what was not is
         # dropped: the same all-or-nothing per transaction as a file written in place.
@@ -235,7 +250,7 @@ def _write_session(real: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         finally:
             con.close()
         if checkpointed:
-            _publish(staging, real)
+            _publish(_compacted(staging) if sealed else staging, real)
 
 
 def _publish(staging: Path, real: Path) -> None:
@@ -245,6 +260,24 @@ def _publish(staging: Path, real: Path) -> None:
     _fsync(staging)
     os.replace(staging, real)
     _fsync_dir(real.parent)
+
+
+def _compacted(staging: Path) -> Path:
+    """A fresh copy of the staging file, written table by table: after a seal deleted most of
+    its rows, the file keeps their blocks (DuckDB does not shrink it in place), and the next
+    session would copy them again."""
+    target = _sidecar(staging, COMPACT_SUFFIX)
+    target.unlink(missing_ok=True)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("ATTACH $1 AS src (READ_ONLY)", [str(staging)])
+        con.execute("ATTACH $1 AS dst", [str(target)])
+        con.execute("COPY FROM DATABASE src TO dst")
+        con.execute("DETACH dst")
+    finally:
+        con.close()
+    staging.unlink()
+    return target
 
 
 def _recover_wal(real: Path) -> None:
@@ -260,7 +293,8 @@ def _recover_wal(real: Path) -> None:
 
 
 def _discard(staging: Path) -> None:
-    for p in (staging, _sidecar(staging, WAL_SUFFIX)):
+    compact = _sidecar(staging, COMPACT_SUFFIX)
+    for p in (staging, _sidecar(staging, WAL_SUFFIX), compact, _sidecar(compact, WAL_SUFFIX)):
         p.unlink(missing_ok=True)
 
 

@@ -150,7 +150,7 @@ def _merge_into_open(con: duckdb.DuckDBPyConnection, rows: int, *, provider: str
 def close_provider(con: duckdb.DuckDBPyConnection, provider: str, *, run_id: str,
                    at: datetime) -> int:
     """Close all of a provider's open offers; the number closed."""
-    row = con.execute("SELECT count(*) FROM offer_versions WHERE provider = $1 "
+    row = con.execute("SELECT count(*) FROM recent_versions WHERE provider = $1 "
                       "AND valid_to IS NULL", [provider]).fetchone()
     con.execute(statement("close_provider"), [provider, run_id, at])
     return int(row[0]) if row else 0

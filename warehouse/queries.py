@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from gpuscout.core.errors import UserInputError
+from gpuscout.warehouse.segments import readable_paths
 from gpuscout.warehouse.sqlfiles import query
 
 if TYPE_CHECKING:  # DuckDB imports it for Arrow results; `fetch_named` needs none
@@ -69,6 +70,10 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, *, allow_files: bool = Fal
     import pyarrow as pa
 
     if not allow_files:
+        _refuse_file_writes(con, sql)
+        segments = readable_paths(con)
+        if segments:  # the history the views read; the statements above cannot write them
+            con.execute("SET allowed_paths = $1", [segments])
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     try:
@@ -83,6 +88,23 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, *, allow_files: bool = Fal
             f"it read and write files") from exc
     except duckdb.Error as exc:
         raise UserInputError(f"SQL error: {str(exc).splitlines()[0]}") from exc
+
+
+# Statements that write files. Refused before anything runs: the history segments stay readable
+# when file access is off, and must not become writable through it.
+_WRITES_FILES = {duckdb.StatementType.COPY, duckdb.StatementType.EXPORT,
+                 duckdb.StatementType.COPY_DATABASE}
+
+
+def _refuse_file_writes(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    try:
+        kinds = {s.type for s in con.extract_statements(sql)}
+    except duckdb.Error as exc:
+        raise UserInputError(f"SQL error: {str(exc).splitlines()[0]}") from exc
+    if kinds & _WRITES_FILES:
+        raise BlockedStatementError("blocked: `gpuscout sql` reads the warehouse only (COPY "
+                                    "and EXPORT write files); --allow-files lets it read and "
+                                    "write files")
 
 
 def _is_blocked(message: str) -> bool:

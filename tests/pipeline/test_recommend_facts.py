@@ -215,7 +215,7 @@ def test_a_warehouse_written_after_its_facts_is_ranked_from_its_rows(db: Path) -
 def test_a_writable_connection_follows_its_own_writes(db: Path) -> None:
     with connect(db) as con:
         first = _recommend(con, "7b-qlora")
-        con.execute("UPDATE offer_versions SET price_usd_per_hour = 0.01, "
+        con.execute("UPDATE recent_versions SET price_usd_per_hour = 0.01, "
                     "price_usd_per_gpu_hour = 0.01 WHERE provider = 'cheapcloud' "
                     "AND offer_key = '4090' AND valid_to IS NULL")
         second = _recommend(con, "7b-qlora")

@@ -3,6 +3,7 @@
 Refreshes `reliability_harness.CRASH_PROVIDERS` in live mode from the bundled snapshots served
 NIGHT days after they were recorded, as night A (the snapshots) or B (`night_b_fault`). Prints
 `WRITE` when the write session opens (the load starts) and `DONE` when the refresh returned.
+Its write sessions seal every closed version into a history segment before they publish.
 With HOLD (a path), the write session waits, open, until that file exists: the reader test
 runs its readers then.
 """
@@ -39,6 +40,8 @@ _load = refresh_mod.load
 
 @contextmanager
 def _announcing(db: Any, **kwargs: Any) -> Iterator[Any]:
+    if not kwargs.get("read_only"):
+        kwargs["seal_rows"] = 1  # every session seals, so kills land in sealing too
     with _connect(db, **kwargs) as con:
         if not kwargs.get("read_only"):
             print("WRITE", flush=True)

@@ -9,7 +9,6 @@ live mode through it, so every byte goes through the real HTTP client, adapters 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -24,6 +23,7 @@ from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.pipeline.refresh import RunReport, Source, refresh
 from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.segments import copy_warehouse
 
 NIGHT = timedelta(days=1)
 
@@ -132,8 +132,7 @@ def run_night(db: Path, providers: Sequence[str], server: SnapshotServer,
 
 
 def copy_db(template: Path, to: Path) -> Path:
-    shutil.copyfile(template, to)
-    return to
+    return copy_warehouse(template, to)
 
 
 def open_versions(db: Path, provider: str) -> dict[str, tuple]:

@@ -6,7 +6,9 @@ opens its write session, sleeps a random (seeded) part of the load's duration an
 After every trial the warehouse must open, hold every migration, hold for each provider either
 its state before the trial or the state the trial was loading (compared with references
 computed once), and hold no half-written rows; the writer lock and the copy a dead writer left
-are no obstacle to the next refresh.
+are no obstacle to the next refresh. The killed sessions seal their closed versions into history
+segments (`crash_refresh.py`), so kills also land while a segment is written and the file
+compacted: every segment a published file lists must be on disk.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from reliability_harness import (
 
 from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.migrate import migration_files
+from gpuscout.warehouse.segments import segments_dir
 
 HELPER = Path(__file__).with_name("crash_refresh.py")
 TRIALS = 20
@@ -98,7 +101,12 @@ def _consistency_problems(db: Path) -> list[str]:
                 WHERE v.opened_by_run = r.run_id AND v.provider = r.provider)""",
     }
     problems = []
+    folder = segments_dir(db)
     with connect(db, read_only=True) as con:
+        listed = [f for (f,) in con.execute("SELECT file FROM history_segments").fetchall()]
+        missing = [f for f in listed if not (folder / f).is_file()]
+        if missing:
+            problems.append(f"history segments listed but not on disk: {missing}")
         for table in ("offer_versions", "refresh_run_log", "quarantine", "gpu_catalog",
                       "provider_profiles", "fx_rates"):
             con.execute(f"SELECT * FROM {table}").fetchall()  # every block is readable

@@ -164,10 +164,17 @@ def test_upgrade_from_md5_hashes_sees_no_spurious_changes(tmp_path: Path,
                         lambda: [(v, f) for v, f in everything if v <= 3])
     offers = [make_offer("a"), make_offer("b", price=10.0, region=None, vcpus=8.0,
                                           billing_increment_s=60)]
+    monkeypatch.setattr(migrate_module, "migration_files", lambda: everything)
+    with connect(tmp_path / "today.duckdb") as today:  # the merge of today writes the rows
+        _load(today, offers)
+    monkeypatch.setattr(migrate_module, "migration_files",
+                        lambda: [(v, f) for v, f in everything if v <= 3])
     old = duckdb.connect(str(path))
     migrate_module.migrate(old)
-    _load(old, offers)
-    old.execute("UPDATE offer_versions SET row_hash = md5(offer_key)")  # as before 0004
+    old.execute(f"ATTACH '{tmp_path / 'today.duckdb'}' AS today (READ_ONLY)")
+    old.execute("INSERT INTO offer_versions BY NAME SELECT * REPLACE "  # md5 as before 0004
+                "(md5(offer_key) AS row_hash) FROM today.offer_versions")
+    old.execute("DETACH today")
     kept = old.execute("SELECT * EXCLUDE (row_hash) FROM offer_versions ORDER BY ALL").fetchall()
     old.close()
     monkeypatch.setattr(migrate_module, "migration_files", lambda: everything)

@@ -91,7 +91,7 @@ def _stored(con: duckdb.DuckDBPyConnection) -> list[Row]:
 def _other_tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
     names = [n for (n,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE NOT temporary "
-        "AND table_name <> 'offer_versions' ORDER BY 1").fetchall()]
+        "AND table_name <> 'recent_versions' ORDER BY 1").fetchall()]
     return {n: con.execute(f'SELECT * FROM "{n}" ORDER BY ALL').fetchall() for n in names}
 
 

@@ -7,9 +7,9 @@ WITH last_run AS (
 )
 SELECT
     s.provider,
-    (SELECT count(*) FROM offer_versions o
+    (SELECT count(*) FROM recent_versions o
       WHERE o.provider = s.provider AND o.valid_to IS NULL)   AS offers,
-    (SELECT count(*) FROM offer_versions o
+    (SELECT count(*) FROM recent_versions o
       WHERE o.provider = s.provider AND o.valid_to IS NULL
         AND o.pricing_model = 'spot')                          AS spot_offers,
     s.last_status,

@@ -2,7 +2,7 @@
 -- (merge_match). Only called when every page was read; offers that were read but held back
 -- (temp table keep_open) are not closed. Returns how many were closed.
 -- $1 = run id, $2 = observation time of the refresh.
-UPDATE offer_versions AS v
+UPDATE recent_versions AS v
 SET valid_to = $2, closed_by_run = $1
 FROM merge_match m
 WHERE v.rowid = m.version_id AND m.stage_row IS NULL

@@ -1,6 +1,6 @@
 -- A first load: the provider has no open version, so every staged offer opens one; no join
 -- against the history is needed. The same rows as merge_insert_versions writes. $1 = run id.
-INSERT INTO offer_versions BY NAME
+INSERT INTO recent_versions BY NAME
 SELECT
     s.* EXCLUDE (stage_row),
     s.observed_at AS valid_from,

@@ -1,7 +1,7 @@
 -- Open a version for every staged offer that has no open version now: new, or its version
 -- was just closed as changed (merge_match.unchanged NULL or false). Returns how many.
 -- $1 = run id.
-INSERT INTO offer_versions BY NAME
+INSERT INTO recent_versions BY NAME
 SELECT
     s.* EXCLUDE (stage_row),
     s.observed_at AS valid_from,

@@ -24,6 +24,6 @@ FROM stage s
 FULL JOIN (
     SELECT rowid AS version_id, offer_key, row_hash, last_seen_at, availability, available_count,
            provider_data, source_url, price_usd_per_hour, price_usd_per_gpu_hour
-    FROM offer_versions
+    FROM recent_versions
     WHERE provider = $1 AND valid_to IS NULL
 ) v USING (offer_key);

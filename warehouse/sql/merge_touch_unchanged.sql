@@ -1,7 +1,7 @@
 -- Unchanged offers: refresh their current state in place where it moved (stock, provider data,
 -- the converted price); no new version. Rows whose state is the same (merge_match.state_moved
 -- false) are not written, so an unchanged night costs no update of these wide columns.
-UPDATE offer_versions AS v
+UPDATE recent_versions AS v
 SET availability = s.availability,
     available_count = s.available_count,
     provider_data = s.provider_data,

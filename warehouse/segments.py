@@ -1,0 +1,187 @@
+"""Closed history in immutable Parquet segments, so that a write session copies only what moves.
+
+A write session copies the published file (`warehouse.connection`), so a file that holds every
+version ever seen makes every refresh pay for the whole history. Closed versions never change
+again, so they leave the file: when `recent_versions` holds at least `SEAL_ROWS` closed
+versions, the session writes them to one Parquet file in `<warehouse>.history/`, deletes them
+from the table and lists the file in `history_segments`, all before it publishes.
+
+- `offer_versions` is a view: `recent_versions` (open versions and the closed ones not yet
+  sealed) UNION ALL `sealed_versions` (the segments, by absolute path, so any DuckDB client
+  reads them from any working directory).
+- Segments are only ever added, never rewritten or removed, so every segment a published file
+  (or an older one a reader still holds) lists stays on disk.
+- A segment is written, fsynced and renamed into place before the copy that lists it is
+  published. A writer killed in between leaves a file no published warehouse lists; the next
+  write session deletes it.
+- A warehouse moved with its `.history` folder is read where it now is: a reader points a
+  temporary `sealed_versions` there, the next write session rewrites the view.
+
+A migration that changes `recent_versions` must say what the segments hold: the view reads them
+by name (`union_by_name`) and casts each column to the table's type.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from gpuscout.core.errors import DataError
+
+SEGMENTS_SUFFIX = ".history"
+# Closed versions kept in the copied file before they are sealed: ~100 k rows are a few MB
+# there, so the copy stays small while segments stay few (one per ~100 k price changes).
+SEAL_ROWS = 100_000
+_SEGMENT = re.compile(r"^versions-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet(\.part)?$")
+
+
+def segments_dir(real: Path) -> Path:
+    """The folder of a published file's segments: `<file>.history` beside it."""
+    return real.with_name(real.name + SEGMENTS_SUFFIX)
+
+
+def _listed(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(directory, file) of every segment the warehouse lists, in sealing order."""
+    return [(d, f) for d, f in con.execute(
+        "SELECT directory, file FROM history_segments ORDER BY sealed_at, file").fetchall()]
+
+
+def _view_sql(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> str:
+    if not paths:
+        return "SELECT * FROM recent_versions WHERE false"
+    columns = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() "
+        "WHERE table_name = 'recent_versions' AND schema_name = 'main' "
+        "AND database_name = current_database() ORDER BY column_index").fetchall()
+    select = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns)
+    files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
+    return f"SELECT {select} FROM read_parquet([{files}], union_by_name = true)"
+
+
+def point_view(con: duckdb.DuckDBPyConnection, real: Path) -> None:
+    """Write session: `sealed_versions` reads the listed segments where the file now is (a
+    no-op unless the warehouse moved since its last write)."""
+    here = str(segments_dir(real))
+    if any(directory != here for directory, _ in _listed(con)):
+        con.execute("UPDATE history_segments SET directory = $1", [here])
+        _write_view(con, real)
+
+
+def _write_view(con: duckdb.DuckDBPyConnection, real: Path) -> None:
+    paths = [segments_dir(real) / f for _, f in _listed(con)]
+    con.execute(f"CREATE OR REPLACE VIEW sealed_versions AS {_view_sql(con, paths)}")
+
+
+def readable_paths(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The segment files the connection's warehouse reads: what a sandboxed user query (no
+    file access) must still be allowed to open."""
+    try:
+        row = con.execute("SELECT path FROM duckdb_databases() "
+                          "WHERE database_name = current_database()").fetchone()
+        files = [f for (f,) in con.execute("SELECT file FROM history_segments").fetchall()]
+    except duckdb.CatalogException:  # not a warehouse (or one from before segments)
+        return []
+    if not row or not row[0] or not files:
+        return []
+    folder = segments_dir(Path(os.path.realpath(row[0])))
+    return [str(folder / f) for f in files]
+
+
+def point_reader(con: duckdb.DuckDBPyConnection, real: Path) -> None:
+    """Read-only: a warehouse moved since its last write reads its segments where they are."""
+    here = str(segments_dir(real))
+    listed = _listed(con)
+    if not any(directory != here for directory, _ in listed):
+        return
+    paths = [Path(here) / f for _, f in listed]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise DataError(f"the warehouse {real} lists {len(paths)} history segments in {here} "
+                        f"but {len(missing)} are missing (first: {missing[0].name}); a "
+                        f"warehouse moves with its {SEGMENTS_SUFFIX} folder")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW sealed_versions AS {_view_sql(con, paths)}")
+
+
+def copy_warehouse(source: Path, target: Path) -> Path:
+    """Copy a published warehouse and its segments (a backup, a test's fixture): the file
+    first, then its folder, which holds at least every segment the copied file lists. The
+    copy's readers find the segments beside it; its next write session re-points the view."""
+    target.unlink(missing_ok=True)
+    shutil.copyfile(source, target)
+    folder = segments_dir(Path(os.path.realpath(source)))
+    if folder.is_dir():
+        shutil.copytree(folder, segments_dir(target), dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.part"))
+    return target
+
+
+def discard_unlisted(con: duckdb.DuckDBPyConnection, real: Path) -> list[str]:
+    """Delete segment files no published warehouse lists (a killed writer's); their names.
+
+    `con` is the write session's copy of the published file, whose list only ever grew, so a
+    file it does not list was never published and no reader can hold it.
+    """
+    folder = segments_dir(real)
+    if not folder.is_dir():
+        return []
+    listed = {f for _, f in _listed(con)}
+    dropped = []
+    for entry in folder.iterdir():
+        if _SEGMENT.match(entry.name) and entry.name not in listed:
+            entry.unlink()
+            dropped.append(entry.name)
+    return dropped
+
+
+def seal(con: duckdb.DuckDBPyConnection, real: Path, *, min_rows: int = SEAL_ROWS) -> int:
+    """Move the closed versions of `recent_versions` to a new segment when there are at least
+    `min_rows` (and at least one); the number moved. The segment is durable before the
+    transaction that lists it commits."""
+    row = con.execute("SELECT count(*), min(valid_from), max(valid_to) FROM recent_versions "
+                      "WHERE valid_to IS NOT NULL").fetchone()
+    assert row is not None
+    closed, first, last = int(row[0]), row[1], row[2]
+    if closed == 0 or closed < min_rows:
+        return 0
+    folder = segments_dir(real)
+    folder.mkdir(exist_ok=True)
+    now = datetime.now(UTC)
+    name = f"versions-{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}.parquet"
+    part = folder / (name + ".part")
+    quoted = str(part).replace("'", "''")
+    con.execute(f"COPY (SELECT * FROM recent_versions WHERE valid_to IS NOT NULL) TO '{quoted}' "
+                "(FORMAT parquet, COMPRESSION zstd)")
+    _fsync(part)
+    os.replace(part, folder / name)
+    _fsync(folder)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        moved = con.execute("DELETE FROM recent_versions WHERE valid_to IS NOT NULL").fetchone()
+        assert moved is not None
+        if int(moved[0]) != closed:
+            raise DataError(f"sealing {name}: {moved[0]} closed versions deleted, {closed} "
+                            "written; nothing sealed")
+        con.execute("INSERT INTO history_segments VALUES ($1, $2, $3, $4, $5, $6)",
+                    [name, str(folder), closed, first, last, now])
+        _write_view(con, real)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return closed
+
+
+def _fsync(path: Path) -> None:
+    if path.is_dir() and os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
