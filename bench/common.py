@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -32,14 +34,35 @@ def peak_rss_mb() -> float:
 
 
 def run_child(module: str, *args: str, env: dict[str, str] | None = None,
-              timeout: float = 1800) -> dict[str, Any]:
-    """Run `python -m module args` with this interpreter; its last stdout line is JSON."""
-    out = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True,
-                         text=True, timeout=timeout, env={**os.environ, **(env or {})})
-    if out.returncode != 0:
-        raise RuntimeError(f"{module} {' '.join(args)} failed ({out.returncode}):\n"
-                           f"{out.stderr[-4000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+              timeout: float = 1800, retries: int = 0) -> dict[str, Any]:
+    """Run `python -m module args` with this interpreter; its last stdout line is JSON.
+
+    The child runs in a session of its own, so a timeout kills what it started too (a Prefect
+    server holding the pipes would otherwise keep the wait from ending). A child that times out
+    is run again up to `retries` times; the result then says how often (`timed_out_runs`).
+    """
+    for attempt in range(retries + 1):
+        proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            if attempt == retries:
+                raise RuntimeError(f"{module} {' '.join(args)} ran past {timeout:.0f} s "
+                                   f"{retries + 1} times") from None
+            continue
+        if proc.returncode != 0:
+            raise RuntimeError(f"{module} {' '.join(args)} failed ({proc.returncode}):\n"
+                               f"{stderr[-4000:]}")
+        result = json.loads(stdout.strip().splitlines()[-1])
+        if attempt:
+            result["timed_out_runs"] = attempt
+        return result
+    raise AssertionError("unreachable")
 
 
 def timed(fn: Callable[[], Any], runs: int, budget_s: float = 45.0,

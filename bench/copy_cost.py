@@ -41,7 +41,7 @@ import duckdb
 from bench.common import WORK
 
 OPEN_OFFERS = 100_000
-CHUNK = 20  # closed versions added per open offer per step: 2 M rows
+CHUNK = 5  # closed versions added per open offer per step: 500 k rows (~30 MB)
 NEVER = 10**15  # a seal threshold no warehouse reaches
 
 

@@ -595,6 +595,11 @@ def _runners(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[
         out.append(f"| {r['night']} | {r['runner']} | {r['providers']} | {r['offers']:,} | "
                    f"{r['wall_s']:.1f} s |")
     out.append("")
+    hung = [r for r in sec["rows"] if r.get("timed_out_runs")]
+    if hung:
+        out += ["Ran past the child's time limit and was killed and run again: " + ", ".join(
+            f"{r['night']} on {r['runner']} ({r['timed_out_runs']}×)" for r in hung)
+            + ". The wall above is the run that finished.", ""]
     sim = [walls.get(("simulated", k)) for k in ("threads", "dask")]
     targets.append({
         "target": "Dask task runner tested, its gain measured",

@@ -98,7 +98,7 @@ def bench_runners(n: int = 100, latency_s: float = 0.5, runs: int = 1) -> dict[s
     for night in ("bundled", "simulated"):
         for runner in ("threads", "dask"):
             samples = [run_child("bench.runners", "--child", runner, night, str(n),
-                                 str(latency_s), timeout=3600) for _ in range(runs)]
+                                 str(latency_s), timeout=600, retries=1) for _ in range(runs)]
             row = dict(samples[-1])
             row["wall_s"] = statistics.median(s["wall_s"] for s in samples)
             row["all_s"] = [s["wall_s"] for s in samples]
