@@ -12,6 +12,8 @@ import duckdb
 from gpuscout.core.errors import UserInputError
 
 ExportFormat = Literal["parquet", "csv"]
+# The history's storage (warehouse/segments.py): `offer_history` is the view users read of it.
+_STORAGE_VIEWS = {"offer_versions", "sealed_versions"}
 
 
 def views(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -19,7 +21,7 @@ def views(con: duckdb.DuckDBPyConnection) -> list[str]:
     rows = con.sql("SELECT table_name FROM information_schema.tables "
                    "WHERE table_type = 'VIEW' AND table_schema = 'main' "
                    "ORDER BY table_name").fetchall()
-    return [r[0] for r in rows]
+    return [r[0] for r in rows if r[0] not in _STORAGE_VIEWS]
 
 
 def _literal(path: Path) -> str:
