@@ -61,9 +61,8 @@ def render(res: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         f"| libraries | duckdb {v['duckdb']}, pyarrow {v['pyarrow']}, gpuhunt {v['gpuhunt']}, "
         f"skypilot {v['skypilot']} (pandas {v['pandas']}) |",
         "",
-        "The machine is shared: other processes (test suites, CI) ran during the bench, as the "
-        "load average shows; that is why medians over several runs are reported, and p95 next "
-        "to p50.",
+        "The machine may be shared with other work (test suites, CI), as the load average "
+        "shows; that is why medians over several runs are reported, and p95 next to p50.",
         "",
     ]
     targets: list[dict[str, Any]] = []
@@ -754,7 +753,9 @@ def closing_note(res: dict[str, Any], targets: list[dict[str, Any]]) -> str:
     if unmeasured:
         lines += ["", "Not measured: " + "; ".join(unmeasured) + "."]
     flagged = [t for t in targets if t["ok"] is True and "not flat" in t["why"]]
-    lines += ["", "What limits each one is in the Targets table; the next step for each:", ""]
+    lines.append("")
+    if missed or flagged:
+        lines += ["What limits each one is in the Targets table; the next step for each:", ""]
     seen = set()
     for t in missed + flagged:
         key = next((v for k, v in PROPOSAL_KEYS.items() if k in t["target"]), None)
