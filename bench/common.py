@@ -38,8 +38,10 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None,
     """Run `python -m module args` with this interpreter; its last stdout line is JSON.
 
     The child runs in a session of its own, so a timeout kills what it started too (a Prefect
-    server holding the pipes would otherwise keep the wait from ending). A child that times out
-    is run again up to `retries` times; the result then says how often (`timed_out_runs`).
+    server holding the pipes would otherwise keep the wait from ending). Before the kill it gets
+    SIGUSR1: a child that registered `faulthandler` for it writes every thread's stack, kept in
+    `bench/out/timeout-<module>-<n>.txt`. A child that times out is run again up to `retries`
+    times; the result then says how often (`timed_out_runs`).
     """
     for attempt in range(retries + 1):
         proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO,
@@ -49,8 +51,13 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None,
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGUSR1)
+            time.sleep(2)
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+            _, stderr = proc.communicate()
+            OUT.mkdir(parents=True, exist_ok=True)
+            (OUT / f"timeout-{module}-{attempt + 1}.txt").write_text(stderr[-200_000:])
             if attempt == retries:
                 raise RuntimeError(f"{module} {' '.join(args)} ran past {timeout:.0f} s "
                                    f"{retries + 1} times") from None

@@ -598,7 +598,8 @@ def _runners(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[
     if hung:
         out += ["Ran past the child's time limit and was killed and run again: " + ", ".join(
             f"{r['night']} on {r['runner']} ({r['timed_out_runs']}×)" for r in hung)
-            + ". The wall above is the run that finished.", ""]
+            + ". The wall above is the run that finished; the hung run's thread stacks are in "
+            "`bench/out/timeout-bench.runners-<n>.txt`.", ""]
     sim = [walls.get(("simulated", k)) for k in ("threads", "dask")]
     targets.append({
         "target": "Dask task runner tested, its gain measured",

@@ -17,8 +17,10 @@ starts during a warm-up run that is not timed):
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
+import signal
 import statistics
 import tempfile
 import time
@@ -114,6 +116,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     args = ap.parse_args()
     if args.child:
+        # a hung child (run_child's timeout) writes every thread's stack before it is killed
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         runner, night, n, latency = args.child
         print(json.dumps(child(runner, night, int(n), float(latency))))
         return
