@@ -43,6 +43,7 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None,
     `bench/out/timeout-<module>-<n>.txt`. A child that times out is run again up to `retries`
     times; the result then says how often (`timed_out_runs`).
     """
+    stacks: list[str] = []
     for attempt in range(retries + 1):
         proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -57,7 +58,9 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None,
                 os.killpg(proc.pid, signal.SIGKILL)
             _, stderr = proc.communicate()
             OUT.mkdir(parents=True, exist_ok=True)
-            (OUT / f"timeout-{module}-{attempt + 1}.txt").write_text(stderr[-200_000:])
+            kept = OUT / f"timeout-{module}-{attempt + 1}.txt"
+            kept.write_text(stderr[-200_000:])
+            stacks.append(str(kept.relative_to(REPO)))
             if attempt == retries:
                 raise RuntimeError(f"{module} {' '.join(args)} ran past {timeout:.0f} s "
                                    f"{retries + 1} times") from None
@@ -68,6 +71,7 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None,
         result = json.loads(stdout.strip().splitlines()[-1])
         if attempt:
             result["timed_out_runs"] = attempt
+            result["timeout_stacks"] = stacks
         return result
     raise AssertionError("unreachable")
 

@@ -598,8 +598,9 @@ def _runners(sec: dict[str, Any] | None, targets: list[dict[str, Any]]) -> list[
     if hung:
         out += ["Ran past the child's time limit and was killed and run again: " + ", ".join(
             f"{r['night']} on {r['runner']} ({r['timed_out_runs']}×)" for r in hung)
-            + ". The wall above is the run that finished; the hung run's thread stacks are in "
-            "`bench/out/timeout-bench.runners-<n>.txt`.", ""]
+            + ". The wall above is the run that finished."
+            + "".join(f" Thread stacks of the hung run: `{path}`."
+                      for r in hung for path in r.get("timeout_stacks", [])), ""]
     sim = [walls.get(("simulated", k)) for k in ("threads", "dask")]
     targets.append({
         "target": "Dask task runner tested, its gain measured",
