@@ -180,7 +180,13 @@ samples are padded to an exact length, moved most: its 8192-token rows, 2–3× 
 are within 0–16 %, and counting the views and PEFT's input casts as dispatched ops (they launch
 nothing but pay the host's dispatch) brought its short rows closer. QLoRA's dequantization is
 now a cost per backend (`sizing/kernels.py`, `dequant_cost`): bitsandbytes' one kernel of
-2.5 bytes per weight, torchao's eager unpacking of ~33 bytes in ~14 kernels.
+2.5 bytes per weight, torchao's eager unpacking of ~33 bytes in ~14 kernels, and auto-gptq's
+trainable `QuantLinear` (qlinear_cuda_old.py at 179776b turns its CUDA kernel off for a
+trainable layer and unpacks in eager ops): 16.5 bytes per weight in 9 kernels on the forward
+and the recompute, none in backward, whose `torch.matmul` reuses the fp16 weight the forward
+made. Counting that last one (it was timed as a bitsandbytes base before) moved the Qwen
+profile's tokens/s from a median of 15.7 % and 20 of 32 within ±30 % to the part table above,
+and all rows from 55.7 % and 31 of 76.
 
 Why the trainer tests (rows 108–125) are now the worst: we predict 1.6–3× faster for 16-bit
 and ~10× faster for QLoRA. That trainer's own code runs every job with
@@ -188,8 +194,13 @@ and ~10× faster for QLoRA. That trainer's own code runs every job with
 each launch wait for its kernel, and loads every module that is not quantized in fp32 unless
 `load_unnecessary_half` is set (src/models/llama3.py at 022f102: `torch_dtype=torch.float16
 if self.load16bit else torch.float32`), so its 4-bit runs likely compute attention, norms and
-the head in fp32 without FlashAttention. Neither is a property of the job the row describes,
-so they are named here, not modelled; the rows are kept.
+the head in fp32 without FlashAttention. Its configs for these runs say the same
+(config/llm_llama3.1_lora.yaml and llm_llama3.1_qlora.yaml as stored: `amp_training: False`;
+the QLoRA base in 4 bits with bf16 compute, config_quant/bnb_4bit.yaml, and no
+`load_unnecessary_half`, so every other module in fp32), and LoRA is measured slower than full
+fine-tuning of the same model (6.4 against 4.7 s a step), which no cost of LoRA explains.
+Neither is a property of the job the row describes, so they are named here, not modelled; the
+rows are kept.
 
 ## Where the model is weakest
 
@@ -227,9 +238,9 @@ so they are named here, not modelled; the rows are kept.
   rate includes evaluation and saving. In the Qwen profile the misses left are full
   fine-tuning at 256–512 tokens (DeepSpeed ZeRO-2 on one or two GPUs, 2.6–3.7× fast: its
   per-step bucketed reduction and fp32 optimizer step over every parameter are not in the
-  kernel inventory) and the GPTQ-Int4 Q-LoRA rows at 512–2048 tokens (1.5–2.6× fast: they are
-  timed as a bitsandbytes base, whose one dequantization kernel per matmul is cheaper than
-  what auto-gptq's training path does; its cost was not read from its code).
+  kernel inventory) and the GPTQ-Int4 Q-LoRA rows at 512 tokens, still 1.3–1.9× fast with
+  auto-gptq's eager unpacking counted (Qwen-1.8B the most: what is left does not grow with the
+  weights, so it is not the dequantization's bytes).
 - **The H100 rows**: the trainer tests' Llama-3.1-8B LoRA at 16k tokens per step is 2.9× fast
   on an H100 (row 109) and 2.3× fast on an A100 (row 125): measured H100/A100 1.8×, ours 2.2×,
   so most of that gap is the trainer's, not the GPU's. NeMo Automodel's LoRA of Llama-3.3-70B

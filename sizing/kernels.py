@@ -33,13 +33,22 @@ BACKWARD_FACTOR = 2
 LOSS_KERNELS = 8
 
 
-def dequant_cost(job: JobSpec) -> tuple[float, int]:
-    """(bytes per weight, kernels per linear) a quantized base spends making each matmul's
-    16-bit weight, on every pass (forward, recompute and backward all dequantize again).
+@dataclass(frozen=True)
+class Dequant:
+    """What a quantized base spends making each matmul's 16-bit weight."""
+
+    bytes_per_weight: float
+    kernels: int  # per quantized linear, on every pass that dequantizes
+    in_backward: bool  # the backward dequantizes again (else it reuses the forward's copy)
+
+
+def dequant_cost(job: JobSpec) -> Dequant:
+    """The dequantization of a quantized base, per weight and pass (forward and recompute always;
+    backward too unless the backend keeps the forward's 16-bit copy for it).
 
     - bitsandbytes NF4 (Linear4bit): one `dequantize_4bit` kernel reads the packed half byte and
       writes the 16-bit weight; double quantization first dequantizes the absmax scales (one
-      more, tiny kernel).
+      more, tiny kernel). Its autograd function dequantizes again in backward.
     - torchao NF4 (torchtune): `NF4Tensor.get_original_weight` in eager tensor ops
       (pytorch/ao torchao/dtypes/nf4tensor.py): `>> 4` and `& 0b1111` on the packed bytes, each
       cast to int64, two lookups into the 16-entry table, the block scalers dequantized and
@@ -47,20 +56,24 @@ def dequant_cost(job: JobSpec) -> tuple[float, int]:
       torch.compile one fused kernel, as bitsandbytes.
     - LLM.int8 (Linear8bitLt): the int8 weight scaled back per row to 16 bits (read 1, write 2)
       around the row-wise activation quantization and outlier split (~4 kernels).
-    - GPTQ/AWQ int4: assumed to dequantize into a 16-bit buffer as bitsandbytes does (one
-      kernel, half a byte read and two written per weight); the training path of the GPTQ
-      kernels was not read.
+    - GPTQ/AWQ int4 (auto-gptq's `QuantLinear`, qlinear_cuda_old.py at 179776b: a trainable
+      layer turns its CUDA kernel off and unpacks in eager tensor ops): `bitwise_right_shift` of
+      the packed int32 words broadcast to one int32 per weight (read 0.5, write 4), `.to(int8)`
+      (4 + 1), `bitwise_and` in place (1 + 1), `- zeros` (1 + 1), `scales *` into fp16 (1 + 2):
+      16.5 bytes per weight in 5 kernels, and 4 tiny ones unpacking the group zeros. The matmul
+      is a plain `torch.matmul`, whose backward reuses that fp16 weight: no dequantization in
+      backward.
     """
     if job.quant == "nf4":
         if job.nf4_backend == "torchao" and not job.compile:
-            return 33.0, 14
-        return 0.5 + 2.0, 1 + (1 if job.double_quant and job.nf4_backend == "bitsandbytes"
-                                 else 0)
+            return Dequant(33.0, 14, True)
+        double = 1 if job.double_quant and job.nf4_backend == "bitsandbytes" else 0
+        return Dequant(0.5 + 2.0, 1 + double, True)
     if job.quant == "int8":
-        return 1.0 + 2.0, 4
+        return Dequant(1.0 + 2.0, 4, True)
     if job.quant == "gptq":
-        return 0.5 + 2.0, 1
-    return 0.0, 0
+        return Dequant(0.5 + 4 + 4 + 1 + 1 + 1 + 1 + 1 + 1 + 2, 5 + 4, False)
+    return Dequant(0.0, 0, True)
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,7 @@ class PassCost:
     other_kernels: int  # per micro-batch: everything else
     view_ops: int  # per micro-batch: ops that launch no kernel but pay the host's dispatch
     frozen_matmul_kernels: int  # of matmul_kernels, those whose weight gets no gradient
+    forward_only_kernels: int = 0  # of matmul_kernels, those no backward runs (a dequantization)
 
 
 def _rotary(arch: Architecture) -> bool:
@@ -103,6 +117,7 @@ class _Tally:
     bytes_: float = 0.0
     linear: int = 0  # base matmuls and their dequantization
     frozen: int = 0  # of those, the ones whose weight gets no gradient
+    forward_only: int = 0  # of those, the ones no backward runs again
     other: int = 0
     views: int = 0  # ops that launch nothing but pay the same dispatch (view, transpose, slice)
 
@@ -142,9 +157,13 @@ def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally,
     if job.is_peft:
         t.frozen += m.count  # a PEFT job's base weights get no gradient
         if job.quant != "none":
-            kernels = dequant_cost(job)[1] * m.count  # before each quantized matmul
+            dequant = dequant_cost(job)
+            kernels = dequant.kernels * m.count  # before each quantized matmul
             t.linear += kernels
-            t.frozen += kernels
+            if dequant.in_backward:
+                t.frozen += kernels
+            else:
+                t.forward_only += kernels
     tokens_through = arch.experts_per_token if m.group == "expert" else m.count
     if job.method in ("lora", "qlora", "dora") and is_lora_target(m, job.lora_targets):
         # A and B matmuls, the scale and the add onto the frozen output
@@ -224,10 +243,11 @@ def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = Fal
         t.bytes_ += n * one.bytes_
         t.linear += n * one.linear
         t.frozen += n * one.frozen
+        t.forward_only += n * one.forward_only
         t.other += n * one.other
         t.views += n * one.views
     # the embedding lookup, the final norm, the head and the loss's handful of kernels
     t.other += 1 + _norm(arch, ab, _fused(job))[1] + 1 + LOSS_KERNELS
     return PassCost(pointwise_bytes=t.bytes_, loss_bytes=_loss_bytes(arch, job, ab),
                     matmul_kernels=t.linear, other_kernels=t.other, view_ops=t.views,
-                    frozen_matmul_kernels=t.frozen)
+                    frozen_matmul_kernels=t.frozen, forward_only_kernels=t.forward_only)

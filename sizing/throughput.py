@@ -240,14 +240,15 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     fwd = forward_pass(arch, job, ab, autocast)
     forwards = 1 + (1 if job.grad_checkpointing else 0)
     pointwise = tokens * (fwd.pointwise_bytes * (forwards + BACKWARD_FACTOR) + fwd.loss_bytes)
-    passes = forwards + 1
+    dequant = dequant_cost(job)
     if job.quant != "none":
-        pointwise += passes * arch.linear_weight_params * dequant_cost(job)[0]
+        dequantizing = forwards + (1 if dequant.in_backward else 0)
+        pointwise += dequantizing * arch.linear_weight_params * dequant.bytes_per_weight
     if autocast:
         # autocast casts every fp32 weight to 16 bits on each forward
         pointwise += forwards * arch.total_params * (FP32 + ab)
     shard = job.gpus if job.sharding in ("zero3", "fsdp") else 1
-    trainable_k = fwd.matmul_kernels - fwd.frozen_matmul_kernels
+    trainable_k = fwd.matmul_kernels - fwd.frozen_matmul_kernels - fwd.forward_only_kernels
     matmul_k = forwards * fwd.matmul_kernels + 2 * trainable_k + fwd.frozen_matmul_kernels
     # a view's backward is one more view: dispatched on each pass, launching nothing
     other_k = ((forwards + BACKWARD_FACTOR) * fwd.other_kernels
@@ -258,20 +259,25 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
         pointwise_s=pointwise / bandwidth,
         matmul_launch_s=matmul_k * EAGER_LAUNCH_S,
         other_launch_s=other_k * EAGER_LAUNCH_S,
-        weights_s=passes * weight_pass_bytes(arch, job, dtype) / shard / bandwidth,
+        weights_s=(forwards * weight_pass_bytes(arch, job, dtype)
+                   + weight_pass_bytes(arch, job, dtype, dequantized=dequant.in_backward))
+        / shard / bandwidth,
     )
 
 
-def weight_pass_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
+def weight_pass_bytes(arch: Architecture, job: JobSpec, dtype: Dtype, *,
+                      dequantized: bool = True) -> float:
     """Bytes one pass over the model (forward, backward or recompute) reads from memory: every
-    weight once in its storage type, plus the dequantized copy a quantized base goes through."""
+    weight once in its storage type, plus the dequantized copy a quantized base goes through
+    (`dequantized`), or only reads again (a backward that kept the forward's copy)."""
     if job.is_peft:
         read = frozen_weight_bytes(arch, job, dtype)
     else:
         read = arch.total_params * DTYPE_BYTES[dtype]  # the 16-bit copy the matmuls read
     if job.quant != "none":
         # the dequantized 16-bit copy: written by the dequantization, read by the matmul
-        read += arch.linear_weight_params * (dequant_cost(job)[0] + 2)
+        made = dequant_cost(job).bytes_per_weight if dequantized else 0.0
+        read += arch.linear_weight_params * (made + 2)
     return read
 
 

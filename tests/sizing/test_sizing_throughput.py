@@ -15,6 +15,7 @@ from gpuscout.sizing.throughput import (
     peak_tflops,
     time_estimate,
     wave_efficiency,
+    weight_pass_bytes,
 )
 from gpuscout.sizing.types import JobSpec
 
@@ -175,10 +176,22 @@ def test_gptq_base_is_an_int4_checkpoint_without_bitsandbytes() -> None:
     assert decide(job, CAT.gpu("mi300x-192gb")).refusal is None
     refused = decide(job, CAT.gpu("tpu-v5p")).refusal
     assert refused is not None and "CUDA and ROCm" in refused
-    # timed like a bitsandbytes base: one dequantization kernel per matmul and pass
+    # auto-gptq's trainable QuantLinear unpacks in eager ops: 16.5 bytes per weight in 9 kernels
+    # on the forward and the recompute; its backward reuses the fp16 weight the forward made
     h100 = CAT.gpu("h100-sxm-80gb")
-    nf4 = micro_batch(A, JobSpec(method="qlora", double_quant=False), h100, "bf16")
-    assert micro_batch(A, job, h100, "bf16").matmul_launch_s == nf4.matmul_launch_s
+    gptq = micro_batch(A, job, h100, "bf16")
+    lora = micro_batch(A, JobSpec(method="lora"), h100, "bf16")
+    bandwidth = h100.mem_bandwidth_gbs * 1e9 * 0.8
+    assert gptq.pointwise_s - lora.pointwise_s == pytest.approx(
+        2 * A.linear_weight_params * 16.5 / bandwidth, rel=1e-6)
+    linears = sum(len(b) for b in A.blocks())
+    assert gptq.matmul_launch_s - lora.matmul_launch_s == pytest.approx(2 * 9 * linears * 10e-6)
+    # the backward reads the kept fp16 copy; forward and recompute make it from the int4 codes
+    floor = (2 * weight_pass_bytes(A, job, "bf16")
+             + weight_pass_bytes(A, job, "bf16", dequantized=False)) / bandwidth
+    assert gptq.weights_s == pytest.approx(floor)
+    assert weight_pass_bytes(A, job, "bf16") - weight_pass_bytes(
+        A, job, "bf16", dequantized=False) == pytest.approx(A.linear_weight_params * 16.5)
 
 
 def test_fused_kernels_cut_pointwise_traffic_and_launches_but_keep_views() -> None:
