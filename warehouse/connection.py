@@ -36,6 +36,7 @@ import duckdb
 
 from gpuscout.core.errors import DataError
 from gpuscout.warehouse import segments
+from gpuscout.warehouse.durable import fsync_dir, fsync_file
 from gpuscout.warehouse.migrate import migrate, pending
 
 LOCK_SUFFIX = ".lock"
@@ -257,9 +258,9 @@ def _publish(staging: Path, real: Path) -> None:
     if _sidecar(staging, WAL_SUFFIX).exists():
         raise DataError(f"warehouse copy {staging} still has a WAL after CHECKPOINT; "
                         "not published, the warehouse is unchanged")
-    _fsync(staging)
+    fsync_file(staging)
     os.replace(staging, real)
-    _fsync_dir(real.parent)
+    fsync_dir(real.parent)
 
 
 def _compacted(staging: Path) -> Path:
@@ -297,20 +298,3 @@ def _discard(staging: Path) -> None:
     for p in (staging, _sidecar(staging, WAL_SUFFIX), compact, _sidecar(compact, WAL_SUFFIX)):
         p.unlink(missing_ok=True)
 
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

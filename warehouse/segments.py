@@ -33,6 +33,7 @@ from pathlib import Path
 import duckdb
 
 from gpuscout.core.errors import DataError
+from gpuscout.warehouse.durable import fsync_dir, fsync_file
 
 SEGMENTS_SUFFIX = ".history"
 # Closed versions kept in the copied file before they are sealed: ~100 k rows are a few MB
@@ -157,9 +158,9 @@ def seal(con: duckdb.DuckDBPyConnection, real: Path, *, min_rows: int = SEAL_ROW
     quoted = str(part).replace("'", "''")
     con.execute(f"COPY (SELECT * FROM recent_versions WHERE valid_to IS NOT NULL) TO '{quoted}' "
                 "(FORMAT parquet, COMPRESSION zstd)")
-    _fsync(part)
+    fsync_file(part)
     os.replace(part, folder / name)
-    _fsync(folder)
+    fsync_dir(folder)
     con.execute("BEGIN TRANSACTION")
     try:
         moved = con.execute("DELETE FROM recent_versions WHERE valid_to IS NOT NULL").fetchone()
@@ -176,12 +177,3 @@ def seal(con: duckdb.DuckDBPyConnection, real: Path, *, min_rows: int = SEAL_ROW
         raise
     return closed
 
-
-def _fsync(path: Path) -> None:
-    if path.is_dir() and os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
