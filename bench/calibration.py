@@ -186,7 +186,15 @@ trainable layer and unpacks in eager ops): 16.5 bytes per weight in 9 kernels on
 and the recompute, none in backward, whose `torch.matmul` reuses the fp16 weight the forward
 made. Counting that last one (it was timed as a bitsandbytes base before) moved the Qwen
 profile's tokens/s from a median of 15.7 % and 20 of 32 within ±30 % to the part table above,
-and all rows from 55.7 % and 31 of 76.
+and all rows from 55.7 % and 31 of 76 to 51.2 % and 33.
+
+A job whose sequences vary in length is now timed at their mean (`--mean-seq-len`; memory
+still takes the longest, `--seq-len`): a token rate counts the tokens a batch holds, and short
+micro-batches pay the same weight reads and launches for fewer tokens. The MetaMathQA rows
+(0–12) use the mean their own result files give (`train total tokens` 4,198,051 over 20,000
+samples = 210 tokens, against the 768 a batch may reach; `sizing/data/measured_lengths.csv`):
+rows 0–75 moved from 48.7 % and 11 of 26 to the part table above, all rows from 51.2 % and 33
+of 76.
 
 Why the trainer tests (rows 108–125) are now the worst: we predict 1.6–3× faster for 16-bit
 and ~10× faster for QLoRA. That trainer's own code runs every job with
@@ -231,16 +239,16 @@ rows are kept.
 - **Quantized bases** follow the 16-bit rows they are measured with: GPTQ and NF4 in ms-swift
   are 16–19 % low for the same history reason; out of this file, Qwen's fixed-length Q-LoRA
   (GPTQ-Int4) profile grows less with length than we predict (+15–23 % at 8192 tokens).
-- **Throughput**: the MetaMathQA rows (0–12) count only real tokens of bucketed batches much
-  shorter than the 768 we time (full fine-tuning is now 189 % fast, BOFT 5×: its many small
-  kernels per step are not in the kernel inventory); BERT-large in fp16 on a V100 is 2–3×
-  fast (2021-era PyTorch and CPUs probably spend more than 10 µs per op); StarCoder's FSDP
-  rate includes evaluation and saving. In the Qwen profile the misses left are full
-  fine-tuning at 256–512 tokens (DeepSpeed ZeRO-2 on one or two GPUs, 2.6–3.7× fast: its
-  per-step bucketed reduction and fp32 optimizer step over every parameter are not in the
-  kernel inventory) and the GPTQ-Int4 Q-LoRA rows at 512 tokens, still 1.3–1.9× fast with
-  auto-gptq's eager unpacking counted (Qwen-1.8B the most: what is left does not grow with the
-  weights, so it is not the dequantization's bytes).
+- **Throughput**: the MetaMathQA rows (0–12) are timed at their mean of 210 tokens a sample
+  (`sizing/data/measured_lengths.csv`), and still full fine-tuning is 88 % fast, prompt tuning
+  and LoHa ~1.7×, BOFT 4.9× (its many small kernels per step are not in the kernel inventory);
+  BERT-large in fp16 on a V100 is 2–3× fast (2021-era PyTorch and CPUs probably spend more than
+  10 µs per op); StarCoder's FSDP rate includes evaluation and saving. In the Qwen profile the
+  misses left are full fine-tuning at 256–512 tokens (DeepSpeed ZeRO-2 on one or two GPUs,
+  2.6–3.7× fast: its per-step bucketed reduction and fp32 optimizer step over every parameter
+  are not in the kernel inventory) and the GPTQ-Int4 Q-LoRA rows at 512 tokens, still 1.3–1.9×
+  fast with auto-gptq's eager unpacking counted (Qwen-1.8B the most: what is left does not grow
+  with the weights, so it is not the dequantization's bytes).
 - **The H100 rows**: the trainer tests' Llama-3.1-8B LoRA at 16k tokens per step is 2.9× fast
   on an H100 (row 109) and 2.3× fast on an A100 (row 125): measured H100/A100 1.8×, ours 2.2×,
   so most of that gap is the trainer's, not the GPU's. NeMo Automodel's LoRA of Llama-3.3-70B

@@ -30,6 +30,8 @@ from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.types import Estimate, JobSpec
 
 MEASUREMENTS_CSV = Path(__file__).parent / "data" / "measurements.csv"
+# Mean tokens per sample of sources whose batches vary in length (a source per row).
+MEASURED_LENGTHS_CSV = Path(__file__).parent / "data" / "measured_lengths.csv"
 
 Metric = Literal["allocated", "reserved", "device", "none"]
 
@@ -219,6 +221,20 @@ def _flash(text: str) -> bool:
     return not t.startswith("no") or "sdpa" in t
 
 
+def _mean_lengths() -> dict[str, float]:
+    with MEASURED_LENGTHS_CSV.open(newline="", encoding="utf-8") as f:
+        return {row["source_prefix"]: float(row["mean_tokens_per_sample"])
+                for row in csv.DictReader(f)}
+
+
+def _mean_seq_len(source: str, seq_len: int) -> int | None:
+    """The mean tokens per sample the source reports, when it is shorter than the longest."""
+    for prefix, mean in _mean_lengths().items():
+        if source.startswith(prefix) and round(mean) < seq_len:
+            return round(mean)
+    return None
+
+
 def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
     """The estimator's inputs for one measurement row (see the module docstring)."""
     method, _ = METHOD_MAP[method_key(r["method"])]
@@ -258,12 +274,13 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         virtual = _int(r["lora_targets"].split("adapter_len")[-1], 10)
     variable = not (any(re.search(m, r["notes"].lower()) for m in FIXED_LENGTH_MARKERS)
                     or any(src in r["source"] for src in CACHE_EMPTYING_SOURCES))
+    seq_len = _int(r["seq_len"], seq_default)
     return JobSpec.model_validate(dict(
         method=method, lora_rank=rank, lora_targets=targets, num_virtual_tokens=virtual,
         dtype=dtype, quant=quant, double_quant=double_quant, upcast_non_quantized=upcast,
         optimizer=optimizer, mixed_precision=mixed,
         batch_size=_int(r["batch_size"], SWIFT_DEFAULT_BATCH),
-        seq_len=_int(r["seq_len"], seq_default),
+        seq_len=seq_len, mean_seq_len=_mean_seq_len(r["source"], seq_len),
         decoder_seq_len=PEFT_README_TARGET if peft_readme and arch.arch == "encoder-decoder"
         else None,
         grad_accum=_int(r["grad_accum"], 1),
@@ -277,6 +294,8 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
 
 def _settings(job: JobSpec) -> str:
     parts = [f"{job.method}", f"bs{job.batch_size}x{job.seq_len}", job.dtype]
+    if job.mean_seq_len is not None:
+        parts.insert(2, f"timed at mean {job.mean_seq_len}")
     if job.quant != "none":
         parts.append(job.quant)
     if job.method in ("lora", "qlora", "dora"):

@@ -76,6 +76,10 @@ class Job(BaseModel):
                     "prepare_model_for_kbit_training; default on)")
     batch_size: int = Field(default=1, description="micro-batch per GPU")
     seq_len: int = Field(default=2048, description="tokens per sequence")
+    mean_seq_len: int | None = Field(
+        default=None,
+        description="mean tokens per sequence when lengths vary (default: --seq-len): time "
+                    "follows the mean, memory the longest")
     grad_accum: int = Field(default=1, description="gradient accumulation steps")
     grad_checkpointing: bool | None = Field(
         default=None, description="recompute activations (default on)")

@@ -310,6 +310,10 @@ def link_gbs(gpu: GpuSpec, n: int) -> float:
 def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
                   tokens: int | None = None) -> TimeEstimate:
     notes: list[str] = []
+    if job.mean_seq_len is not None:
+        notes.append(f"timed at the mean sequence of {job.mean_seq_len} tokens; memory at the "
+                     f"longest, {job.seq_len}")
+    job = job.timed
     model_f, hw_f = flops_per_token(arch, job)
     tflops = peak_tflops(gpu, dtype)
     if dtype == "fp32":

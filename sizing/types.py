@@ -52,6 +52,10 @@ class JobSpec(BaseModel):
         description="16-bit compute with fp32 master weights; False = pure 16-bit")
     batch_size: int = 1
     seq_len: int = 2048
+    mean_seq_len: int | None = Field(
+        default=None,
+        description="mean tokens per sequence when lengths vary: the time per token follows "
+                    "it, the memory peak the longest (seq_len)")
     decoder_seq_len: int | None = Field(
         default=None,
         description="target length (encoder-decoder)")
@@ -108,6 +112,9 @@ class JobSpec(BaseModel):
             if value < 1:
                 raise UserInputError(f"--{name.replace('_', '-')} must be at least 1, "
                                      f"got {value}")
+        if self.mean_seq_len is not None and not 1 <= self.mean_seq_len <= self.seq_len:
+            raise UserInputError(f"--mean-seq-len must be between 1 and --seq-len "
+                                 f"({self.seq_len}), got {self.mean_seq_len}")
         if self.decoder_seq_len is not None and self.decoder_seq_len < 1:
             raise UserInputError(f"decoder length must be at least 1, got "
                                  f"{self.decoder_seq_len}")
@@ -152,6 +159,14 @@ class JobSpec(BaseModel):
     @property
     def tokens_per_micro_batch(self) -> int:
         return self.batch_size * self.seq_len
+
+    @property
+    def timed(self) -> JobSpec:
+        """The job as the clock sees it: micro-batches of the mean length when one is given
+        (a token-rate measurement counts the tokens a batch holds, not its longest sample)."""
+        if self.mean_seq_len is None:
+            return self
+        return self.model_copy(update={"seq_len": self.mean_seq_len, "mean_seq_len": None})
 
 
 class MemoryEstimate(BaseModel):

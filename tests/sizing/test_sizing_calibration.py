@@ -74,14 +74,24 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
 
 
 def test_throughput_does_not_regress() -> None:
-    # a floor under the current time model (median 51.2 %, 33 of 76 rows within ±30 %; the goal
+    # a floor under the current time model (median 45.7 %, 35 of 76 rows within ±30 %; the goal
     # of 15 % and 80 % is not met: see bench/CALIBRATION.md), so that a change that loses
-    # accuracy fails here; the GPTQ rows of Qwen's profile pay auto-gptq's eager unpacking
+    # accuracy fails here; the GPTQ rows of Qwen's profile pay auto-gptq's eager unpacking, the
+    # MetaMathQA rows are timed at their mean length
     errors = [r.throughput_error_pct for r in ROWS if r.throughput_error_pct is not None]
     assert len(errors) == 76
     ours = summarize(errors)
-    assert ours.median_abs_error_pct <= 52.0
-    assert sum(abs(e) <= 30.0 for e in errors) >= 33
+    assert ours.median_abs_error_pct <= 46.0
+    assert sum(abs(e) <= 30.0 for e in errors) >= 35
     qwen_gptq = [ROWS[i] for i in (90, 91, 101, 102)]  # 7B and 14B Int4 at 512 and 2048 tokens
     assert all(r.throughput_error_pct is not None and r.throughput_error_pct < 60
                for r in qwen_gptq)
+
+
+def test_metamathqa_rows_are_timed_at_their_mean_length() -> None:
+    """Memory from the longest batch (768), time from the mean sample its results report."""
+    with MEASUREMENTS_CSV.open(newline="", encoding="utf-8") as f:
+        raw = list(csv.DictReader(f))
+    jobs = [job_for_row(r, lookup(model_id(r["model"]))) for r in raw]
+    assert {(j.seq_len, j.mean_seq_len) for j in jobs[:13]} == {(768, 210)}
+    assert all(j.mean_seq_len is None for j in jobs[13:])

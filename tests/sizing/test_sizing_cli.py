@@ -76,3 +76,18 @@ def test_nonsense_input_is_a_user_error() -> None:
                  []):
         code, _, exc = run(*args)
         assert code != 0 and isinstance(exc, UserInputError), args
+
+
+def test_mean_seq_len_sets_the_clock_and_the_longest_sets_the_memory() -> None:
+    base = ("--model", "meta-llama/Llama-3.1-8B", "--method", "lora", "--gpu", "l40s-48gb",
+            "--batch-size", "4", "--format", "json")
+    _, varied, _ = run(*base, "--seq-len", "768", "--mean-seq-len", "210")
+    _, longest, _ = run(*base, "--seq-len", "768")
+    _, short, _ = run(*base, "--seq-len", "210")
+    varied_d, longest_d, short_d = (json.loads(x) for x in (varied, longest, short))
+    assert varied_d["peak_gb_per_gpu"] == longest_d["peak_gb_per_gpu"]
+    assert varied_d["tokens_per_s"] == short_d["tokens_per_s"]
+    assert varied_d["tokens_per_s"] < longest_d["tokens_per_s"]  # short batches, same fixed costs
+    assert any("mean sequence of 210 tokens" in n for n in varied_d["notes"])
+    code, out, exc = run(*base, "--seq-len", "768", "--mean-seq-len", "900")
+    assert code != 0 and isinstance(exc, UserInputError) and "--mean-seq-len" in str(exc)
