@@ -121,19 +121,13 @@ def _in_place(path: Path) -> float:
     return time.perf_counter() - start
 
 
-def _segments_mb(path: Path) -> float:
-    from gpuscout.warehouse.segments import segments_dir
-
-    return sum(p.stat().st_size for p in segments_dir(path).iterdir()) / 1e6
-
-
 def _median(fn: Any, runs: int) -> tuple[float, list[float]]:
     samples = [fn() for _ in range(runs)]
     return statistics.median(samples), samples
 
 
 def _measure(path: Path, size: int, runs: int) -> dict[str, Any]:
-    from gpuscout.warehouse.segments import SEAL_ROWS
+    from gpuscout.warehouse.segments import SEAL_ROWS, segments_bytes
 
     actual, closed = build(path, size)
     row: dict[str, Any] = {"target_mb": size, "file_mb": round(actual, 1),
@@ -144,7 +138,7 @@ def _measure(path: Path, size: int, runs: int) -> dict[str, Any]:
     row["copy_mb_s"] = actual / row["copy_s"]
     row["seal_s"] = _session(path, SEAL_ROWS)
     row["sealed_file_mb"] = path.stat().st_size / 1e6
-    row["segments_mb"] = _segments_mb(path)
+    row["segments_mb"] = segments_bytes(path) / 1e6
     row["session_s"], row["session_all"] = _median(lambda: _session(path, SEAL_ROWS), runs)
     _remove(path)
     return row

@@ -68,7 +68,7 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
         replace_provider_profiles,
         transaction,
     )
-    from gpuscout.warehouse.segments import copy_warehouse
+    from gpuscout.warehouse.segments import copy_warehouse, segments_bytes
 
     db = work / "queries.duckdb"
     copy_warehouse(history_db, db)
@@ -90,14 +90,7 @@ def build_warehouse(history_db: Path, work: Path, n_offers: int) -> dict[str, An
         ).fetchone()
     assert held is not None
     return {"db": str(db), "history_rows": int(held[0]), "current_offers": int(held[1]),
-            "size_mb": db.stat().st_size / 1e6, "segments_mb": _segments_mb(db)}
-
-
-def _segments_mb(db: Path) -> float:
-    from gpuscout.warehouse.segments import segments_dir
-
-    folder = segments_dir(db)
-    return sum(p.stat().st_size for p in folder.iterdir()) / 1e6 if folder.is_dir() else 0.0
+            "size_mb": db.stat().st_size / 1e6, "segments_mb": segments_bytes(db) / 1e6}
 
 
 # -- children -----------------------------------------------------------------------------------

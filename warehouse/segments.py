@@ -47,6 +47,12 @@ def segments_dir(real: Path) -> Path:
     return real.with_name(real.name + SEGMENTS_SUFFIX)
 
 
+def segments_bytes(db: Path) -> int:
+    """What a warehouse's history segments take on disk (0 before its first seal)."""
+    folder = segments_dir(db)
+    return sum(p.stat().st_size for p in folder.iterdir()) if folder.is_dir() else 0
+
+
 def _listed(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(directory, file) of every segment the warehouse lists, in sealing order."""
     return [(d, f) for d, f in con.execute(

@@ -24,7 +24,7 @@ from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.export import export_views, views
 from gpuscout.warehouse.load import merge_offers, transaction
 from gpuscout.warehouse.queries import BlockedStatementError, run_sql
-from gpuscout.warehouse.segments import copy_warehouse, segments_dir
+from gpuscout.warehouse.segments import copy_warehouse, segments_bytes, segments_dir
 
 ALL = "SELECT * FROM offer_versions ORDER BY offer_key, valid_from"
 
@@ -75,9 +75,12 @@ def test_sealing_moves_closed_versions_out_and_keeps_every_row(db: Path) -> None
         before = _rows(con)
         history = _rows(con, "SELECT * FROM offer_history ORDER BY offer_key, valid_from")
     assert len(before[0]) == 30
+    assert segments_bytes(db) == 0
     with connect(db, seal_rows=1):
         pass
     assert len(_segments(db)) == 1
+    (segment,) = segments_dir(db).iterdir()
+    assert segments_bytes(db) == segment.stat().st_size > 0
     with connect(db, read_only=True) as con:
         assert _rows(con) == before  # the same values of the same types, JSON and UBIGINT too
         assert _rows(con, "SELECT * FROM offer_history ORDER BY offer_key, valid_from") == history
