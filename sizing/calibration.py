@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import re
 import statistics
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -221,6 +222,7 @@ def _flash(text: str) -> bool:
     return not t.startswith("no") or "sdpa" in t
 
 
+@cache
 def _mean_lengths() -> dict[str, float]:
     with MEASURED_LENGTHS_CSV.open(newline="", encoding="utf-8") as f:
         return {row["source_prefix"]: float(row["mean_tokens_per_sample"])

@@ -10,6 +10,7 @@ from typing import Literal
 import duckdb
 
 from gpuscout.core.errors import UserInputError
+from gpuscout.warehouse.sqlfiles import sql_literal
 
 ExportFormat = Literal["parquet", "csv"]
 # The history's storage (warehouse/segments.py): `offer_history` is the view users read of it.
@@ -22,10 +23,6 @@ def views(con: duckdb.DuckDBPyConnection) -> list[str]:
                    "WHERE table_type = 'VIEW' AND table_schema = 'main' "
                    "ORDER BY table_name").fetchall()
     return [r[0] for r in rows if r[0] not in _STORAGE_VIEWS]
-
-
-def _literal(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
 
 
 def export_views(con: duckdb.DuckDBPyConnection, names: Sequence[str], to: Path,
@@ -43,7 +40,7 @@ def export_views(con: duckdb.DuckDBPyConnection, names: Sequence[str], to: Path,
         target = to / f"{name}.{fmt}"
         part = to / f".{name}.{fmt}.part"
         # `name` is one of the catalog's own view names, so it is safe to quote as an identifier.
-        con.execute(f'COPY (SELECT * FROM "{name}") TO {_literal(part)} (FORMAT {fmt})')
+        con.execute(f'COPY (SELECT * FROM "{name}") TO {sql_literal(part)} (FORMAT {fmt})')
         os.replace(part, target)
         written.append(target)
     return written

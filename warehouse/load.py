@@ -7,8 +7,8 @@ insert); nothing is inserted row by row. The caller wraps merge, quarantine and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from gpuscout.core.errors import DataError
 from gpuscout.core.models import Reject
 from gpuscout.warehouse.sqlfiles import statement
+from gpuscout.warehouse.transactions import transaction
 
 
 class OutOfOrderError(DataError):
@@ -64,17 +65,6 @@ class RunRecord(BaseModel):
     unknown_labels: list[str] = []
     observed_at: datetime | None = None
     error: str | None = None
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
 
 
 def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: str,

@@ -34,6 +34,8 @@ import duckdb
 
 from gpuscout.core.errors import DataError
 from gpuscout.warehouse.durable import fsync_dir, fsync_file
+from gpuscout.warehouse.sqlfiles import sql_literal
+from gpuscout.warehouse.transactions import transaction
 
 SEGMENTS_SUFFIX = ".history"
 # Closed versions kept in the copied file before they are sealed: ~100 k rows are a few MB
@@ -67,22 +69,31 @@ def _view_sql(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> str:
         "WHERE table_name = 'recent_versions' AND schema_name = 'main' "
         "AND database_name = current_database() ORDER BY column_index").fetchall()
     select = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns)
-    files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
+    files = ", ".join(sql_literal(p) for p in paths)
     return f"SELECT {select} FROM read_parquet([{files}], union_by_name = true)"
+
+
+def _moved(listed: list[tuple[str, str]], real: Path) -> bool:
+    """Were the segments listed in another folder than the one beside the file now?"""
+    here = str(segments_dir(real))
+    return any(directory != here for directory, _ in listed)
+
+
+def _create_view(con: duckdb.DuckDBPyConnection, real: Path, listed: list[tuple[str, str]], *,
+                 temporary: bool) -> None:
+    """`sealed_versions` over the listed segments, in the folder beside the file."""
+    paths = [segments_dir(real) / f for _, f in listed]
+    kind = "TEMP VIEW" if temporary else "VIEW"
+    con.execute(f"CREATE OR REPLACE {kind} sealed_versions AS {_view_sql(con, paths)}")
 
 
 def point_view(con: duckdb.DuckDBPyConnection, real: Path) -> None:
     """Write session: `sealed_versions` reads the listed segments where the file now is (a
     no-op unless the warehouse moved since its last write)."""
-    here = str(segments_dir(real))
-    if any(directory != here for directory, _ in _listed(con)):
-        con.execute("UPDATE history_segments SET directory = $1", [here])
-        _write_view(con, real)
-
-
-def _write_view(con: duckdb.DuckDBPyConnection, real: Path) -> None:
-    paths = [segments_dir(real) / f for _, f in _listed(con)]
-    con.execute(f"CREATE OR REPLACE VIEW sealed_versions AS {_view_sql(con, paths)}")
+    listed = _listed(con)
+    if _moved(listed, real):
+        con.execute("UPDATE history_segments SET directory = $1", [str(segments_dir(real))])
+        _create_view(con, real, listed, temporary=False)
 
 
 def readable_paths(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -102,17 +113,15 @@ def readable_paths(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def point_reader(con: duckdb.DuckDBPyConnection, real: Path) -> None:
     """Read-only: a warehouse moved since its last write reads its segments where they are."""
-    here = str(segments_dir(real))
     listed = _listed(con)
-    if not any(directory != here for directory, _ in listed):
+    if not _moved(listed, real):
         return
-    paths = [Path(here) / f for _, f in listed]
-    missing = [p for p in paths if not p.exists()]
+    missing = [f for _, f in listed if not (segments_dir(real) / f).exists()]
     if missing:
-        raise DataError(f"the warehouse {real} lists {len(paths)} history segments in {here} "
-                        f"but {len(missing)} are missing (first: {missing[0].name}); a "
-                        f"warehouse moves with its {SEGMENTS_SUFFIX} folder")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW sealed_versions AS {_view_sql(con, paths)}")
+        raise DataError(f"the warehouse {real} lists {len(listed)} history segments in "
+                        f"{segments_dir(real)} but {len(missing)} are missing (first: "
+                        f"{missing[0]}); a warehouse moves with its {SEGMENTS_SUFFIX} folder")
+    _create_view(con, real, listed, temporary=True)
 
 
 def copy_warehouse(source: Path, target: Path) -> Path:
@@ -128,22 +137,19 @@ def copy_warehouse(source: Path, target: Path) -> Path:
     return target
 
 
-def discard_unlisted(con: duckdb.DuckDBPyConnection, real: Path) -> list[str]:
-    """Delete segment files no published warehouse lists (a killed writer's); their names.
+def discard_unlisted(con: duckdb.DuckDBPyConnection, real: Path) -> None:
+    """Delete segment files no published warehouse lists (a killed writer's).
 
     `con` is the write session's copy of the published file, whose list only ever grew, so a
     file it does not list was never published and no reader can hold it.
     """
     folder = segments_dir(real)
     if not folder.is_dir():
-        return []
+        return
     listed = {f for _, f in _listed(con)}
-    dropped = []
     for entry in folder.iterdir():
         if _SEGMENT.match(entry.name) and entry.name not in listed:
             entry.unlink()
-            dropped.append(entry.name)
-    return dropped
 
 
 def seal(con: duckdb.DuckDBPyConnection, real: Path, *, min_rows: int = SEAL_ROWS) -> int:
@@ -161,14 +167,12 @@ def seal(con: duckdb.DuckDBPyConnection, real: Path, *, min_rows: int = SEAL_ROW
     now = datetime.now(UTC)
     name = f"versions-{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}.parquet"
     part = folder / (name + ".part")
-    quoted = str(part).replace("'", "''")
-    con.execute(f"COPY (SELECT * FROM recent_versions WHERE valid_to IS NOT NULL) TO '{quoted}' "
-                "(FORMAT parquet, COMPRESSION zstd)")
+    con.execute(f"COPY (SELECT * FROM recent_versions WHERE valid_to IS NOT NULL) TO "
+                f"{sql_literal(part)} (FORMAT parquet, COMPRESSION zstd)")
     fsync_file(part)
     os.replace(part, folder / name)
     fsync_dir(folder)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         moved = con.execute("DELETE FROM recent_versions WHERE valid_to IS NOT NULL").fetchone()
         assert moved is not None
         if int(moved[0]) != closed:
@@ -176,10 +180,6 @@ def seal(con: duckdb.DuckDBPyConnection, real: Path, *, min_rows: int = SEAL_ROW
                             "written; nothing sealed")
         con.execute("INSERT INTO history_segments VALUES ($1, $2, $3, $4, $5, $6)",
                     [name, str(folder), closed, first, last, now])
-        _write_view(con, real)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        _create_view(con, real, _listed(con), temporary=False)
     return closed
 

@@ -9,6 +9,12 @@ SQL_DIR = Path(__file__).parent / "sql"
 QUERIES_DIR = Path(__file__).parent / "queries"
 
 
+def sql_literal(text: str | Path) -> str:
+    """A string (a path, a comment) as a quoted SQL literal, for the statements DuckDB cannot
+    bind a parameter into (COPY ... TO, read_parquet in a view, COMMENT ON)."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
 @cache
 def statement(name: str) -> str:
     """A write-path statement from warehouse/sql/<name>.sql."""

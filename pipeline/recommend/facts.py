@@ -28,6 +28,7 @@ import duckdb
 
 from gpuscout.pipeline.recommend.plans import DEFAULT_MAX_CLUSTER_NODES, MIN_GPUS_FOR_MULTI_NODE
 from gpuscout.warehouse.load import transaction
+from gpuscout.warehouse.sqlfiles import sql_literal
 
 FACTS = "recommend_offers"
 # Providers that resell other clouds' machines; their adapters keep the cloud in
@@ -80,13 +81,9 @@ def _stored_name(con: duckdb.DuckDBPyConnection) -> str:
     return f"{_quoted(row[0])}.main.{FACTS}"
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _write(con: duckdb.DuckDBPyConnection, name: str, *, temporary: bool, mark: str) -> None:
     con.execute(_build_sql(temporary=temporary, name=name), fact_params())
-    con.execute(f"COMMENT ON TABLE {name} IS {_literal(mark)}")
+    con.execute(f"COMMENT ON TABLE {name} IS {sql_literal(mark)}")
 
 
 def store_facts(con: duckdb.DuckDBPyConnection) -> None:
@@ -132,7 +129,7 @@ def use_facts(con: duckdb.DuckDBPyConnection) -> str:
             if frozen:  # remember the check: a temporary view of the stored table
                 con.execute(f"CREATE OR REPLACE TEMP VIEW {FACTS} AS "
                             f"SELECT * FROM {_stored_name(con)}")
-                con.execute(f"COMMENT ON VIEW temp.main.{FACTS} IS {_literal(now)}")
+                con.execute(f"COMMENT ON VIEW temp.main.{FACTS} IS {sql_literal(now)}")
             elif here is not None:
                 _drop_temporary(con)
             return now
