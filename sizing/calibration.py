@@ -197,6 +197,20 @@ def _amp(base: str, optimizer: str, sharding: str) -> bool:
             or "fp16 mixed precision" in sharding)
 
 
+def _optimizer(text: str, sharding: str) -> str:
+    """AdamW as the row ran it. DeepSpeed steps with the optimizer its config names (FusedAdam,
+    one kernel; Qwen's ds_config_zero2/3.json name "AdamW"). Otherwise torch.optim.AdamW as
+    built by hand or by the HF Trainer's `adamw_torch` (its default before torch 2.8, when
+    these rows were measured) takes the multi-tensor path: no `fused=True`."""
+    if "adafactor" in text:
+        return "adafactor"
+    if "8bit" in text:
+        return "adamw-8bit"
+    if "deepspeed" in sharding or "zero" in sharding:
+        return "adamw"
+    return "adamw-foreach" if "torch" in text or "trainer default" in text else "adamw"
+
+
 def _sharding(text: str) -> tuple[str, str]:
     """(sharding, offload) from the sharding column: "zero3...", "fsdp...", "DeepSpeed ZeRO-2
     ...", "FSDP (size_based wrap) + CPU offload"; a ZeRO config on one GPU shards nothing."""
@@ -258,9 +272,7 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
     # DeepSpeed ZeRO-3 and FSDP (accelerate ≥ 0.30) keep fp32 masters; otherwise a bf16
     # model trained with bf16=True is pure bf16 (FORMULAS §2.1)
     mixed = amp or (method == "full" and sharding != "none") or dtype == "fp32"
-    opt_text = r["optimizer"].lower()
-    optimizer = "adafactor" if "adafactor" in opt_text else (
-        "adamw-8bit" if "8bit" in opt_text else "adamw")
+    optimizer = _optimizer(r["optimizer"].lower(), r["sharding"].lower())
     rank_text = r["lora_rank"]
     rank = _int(rank_text, 8)  # PEFT's and ms-swift's default r
     if r["method"] == "vera":

@@ -8,7 +8,8 @@ Method = Literal["full", "lora", "qlora", "dora", "ia3", "prefix", "prompt", "ad
 LoraTargets = Literal["qv", "attn", "all-linear"]
 Dtype = Literal["fp32", "fp16", "bf16"]
 Quant = Literal["none", "int8", "nf4", "gptq"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
+Optimizer = Literal["adamw", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd",
+                    "adafactor"]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]
 Framework = Literal["hf", "trl", "axolotl", "unsloth", "torchtune", "litgpt", "llama-factory",

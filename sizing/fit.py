@@ -96,7 +96,7 @@ def candidate_changes(job: JobSpec) -> list[tuple[str, dict[str, Any]]]:
     if job.loss == "eager":
         out.append(("a fused chunked loss (Liger / Unsloth / TRL): no full logits",
                     {"loss": "fused"}))
-    if job.optimizer == "adamw":
+    if job.optimizer in ("adamw", "adamw-foreach"):
         out.append(("8-bit AdamW (bitsandbytes)", {"optimizer": "adamw-8bit"}))
     if job.method in ("lora", "dora") and job.quant == "none":
         out.append(("QLoRA: the frozen base in NF4", {"method": "qlora"}))

@@ -66,7 +66,9 @@ class Job(BaseModel):
                     "the options below you do not give with that framework's defaults")
     optimizer: Optimizer | None = Field(
         default=None,
-        description="adamw|adamw-8bit|paged-adamw-8bit|sgd|adafactor (default adamw)")
+        description="adamw|adamw-foreach|adamw-8bit|paged-adamw-8bit|sgd|adafactor (default "
+                    "adamw: fused, the HF Trainer default from torch 2.8; adamw-foreach: "
+                    "torch.optim.AdamW without fused=True)")
     mixed_precision: bool | None = Field(
         default=None,
         description="fp32 master weights and states, or all 16-bit (default mixed)")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuscout.sizing.architectures import Architecture, Linear
-from gpuscout.sizing.peft import is_lora_target, trainable_params
+from gpuscout.sizing.peft import copied_module_params, is_lora_target, trainable_params
 from gpuscout.sizing.types import Dtype, JobSpec, MemoryEstimate
 
 GB = 1e9
@@ -129,7 +129,8 @@ _ATTN_DROPOUT_TYPES = frozenset({"t5", "bert", "roberta", "gpt2"})
 
 @dataclass(frozen=True)
 class _PerParam:
-    """Bytes per trainable parameter for each kind of model state."""
+    """Bytes of each kind of trainable state: per parameter (`per_param_bytes`) or in all
+    (`trainable_bytes`)."""
 
     weight: float
     master: float  # fp32 master copy held by the optimizer (ZeRO-style mixed precision)
@@ -140,7 +141,7 @@ class _PerParam:
 
 def _optimizer_state_bytes(job: JobSpec, state_bytes: int, factored_ratio: float) -> float:
     """Optimizer state per parameter; `state_bytes` is the dtype the states are kept in."""
-    if job.optimizer == "adamw":
+    if job.optimizer in ("adamw", "adamw-foreach"):
         return 2 * state_bytes  # momentum and variance (Loshchilov & Hutter 2019)
     if job.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
         return ADAM8BIT_STATE_BYTES
@@ -182,6 +183,28 @@ def per_param_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> _PerParam
     if job.sharding in ("zero1", "zero2", "zero3", "fsdp"):
         return _PerParam(b, FP32, 0, b, _optimizer_state_bytes(job, FP32, ratio))
     return _PerParam(FP32, 0, b, FP32, _optimizer_state_bytes(job, FP32, ratio))
+
+
+def trainable_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> _PerParam:
+    """Bytes of all trainable parameters' state, by kind, before sharding.
+
+    A PEFT job's adapters follow `per_param_bytes` (fp32). Its trained embeddings and LM head
+    (`train_embeddings`, PEFT modules_to_save) do not: ModulesToSaveWrapper deep-copies the
+    module in the base model's dtype, and PEFT's `_cast_adapter_dtype` upcasts only the
+    parameters of tuner layers (BaseTunerLayer), which the wrapper is not. So the copies train
+    like a pure 16-bit model: 16-bit weights and gradients, and AdamW states made like the
+    parameter (`torch.zeros_like`), in 16 bits too. Qwen's own profile (QwenLM/Qwen README,
+    LoRA with and without trainable embeddings, 1.8B/7B/14B) grows by about 8 bytes per
+    copied parameter, not the 16 an fp32 copy would take.
+    """
+    pp = per_param_bytes(arch, job, dtype)
+    pt = trainable_params(arch, job)
+    saved = copied_module_params(arch, job)
+    b = DTYPE_BYTES[dtype]
+    own = _PerParam(b, 0, 0, b, _optimizer_state_bytes(job, b, 1.0))
+    rest = pt - saved
+    return _PerParam(*(rest * getattr(pp, f) + saved * getattr(own, f)
+                       for f in ("weight", "master", "autocast", "grad", "optimizer")))
 
 
 def _uses_kbit_upcast(job: JobSpec) -> bool:
@@ -439,6 +462,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     notes: list[str] = []
     pt = trainable_params(arch, job)
     pp = per_param_bytes(arch, job, dt)
+    state = trainable_bytes(arch, job, dt)
     n = job.gpus
     sharded = job.sharding in ("zero1", "zero2", "zero3", "fsdp")
     shards_params = job.sharding in ("zero3", "fsdp")
@@ -449,11 +473,11 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     frozen = frozen_weight_bytes(arch, job, dt) if job.is_peft else 0.0
     terms: dict[str, float] = {
         "weights_frozen": frozen / div_w,
-        "weights_trainable": pt * pp.weight / div_w,
-        "master_weights": pt * pp.master / div_opt,
-        "autocast_copy": pt * pp.autocast,
-        "gradients": pt * pp.grad / div_grad,
-        "optimizer_states": pt * pp.optimizer / div_opt,
+        "weights_trainable": state.weight / div_w,
+        "master_weights": state.master / div_opt,
+        "autocast_copy": state.autocast,
+        "gradients": state.grad / div_grad,
+        "optimizer_states": state.optimizer / div_opt,
     }
     host = 0.0
     if job.offload in ("optimizer", "params"):
@@ -474,6 +498,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
                      f"GPU wait in pinned CPU RAM; {OFFLOAD_RESIDENT_LAYERS} layers stay on the "
                      f"GPU")
     terms["logits_and_loss"] = logits_bytes(arch, job)
+    all_gradients = terms["gradients"]
     if job.grad_accum == 1 and not job.is_peft and terms["gradients"] > 0:
         # Without accumulation the previous step's gradients were freed (zero_grad sets them
         # to None, PyTorch ≥ 2.0), so at the start of backward only the output layer's
@@ -499,7 +524,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     if job.sharding == "ddp" and n > 1:
         # DDP's gradient buckets are a second copy of the gradients unless
         # gradient_as_bucket_view=True (PyTorch DistributedDataParallel docs).
-        buffers += pt * pp.grad
+        buffers += state.grad
     if shards_params:
         if job.is_peft and job.quant == "nf4":
             unit_b = nf4_bytes(job)
@@ -532,6 +557,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     else:
         terms["dequant_buffer"] = 0.0
 
+    step = _foreach_step_bytes(terms, all_gradients, job, state.optimizer / 2 / div_opt)
     allocated = sum(terms.values())
     training_time = allocated - terms["weights_frozen"] - terms["weights_trainable"]
     reserve = training_time * FRAGMENTATION / (1 - FRAGMENTATION)
@@ -547,6 +573,11 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         notes.append("variable-length batches: the allocator also keeps the loss-buffer "
                      "segments of an earlier, shorter batch (stale_loss_segments; packing, "
                      "fixed-length padding or torch.cuda.empty_cache() between steps avoid it)")
+    # The step's buffer is carved from the segments the freed activations leave cached: only
+    # what the training pool cannot hold grows the pool.
+    excess = max(0.0, step - (allocated + reserve + stale))
+    allocated += excess
+    terms["optimizer_step_buffer"] = excess
     terms["allocator_reserve"] = reserve
     terms["stale_loss_segments"] = stale
     terms["cuda_context"] = CUDA_CONTEXT_GB * GB
@@ -565,6 +596,19 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         fits=None if vram_gb is None else peak <= vram_gb * GIB,
         notes=notes,
     )
+
+
+def _foreach_step_bytes(terms: dict[str, float], all_gradients: float, job: JobSpec,
+                        one_state: float) -> float:
+    """What torch.optim.AdamW's multi-tensor step (`adamw-foreach`) holds at once (0 for the
+    other optimizers): it runs after backward, when activations and the loss are freed but
+    every gradient is alive, and `torch._foreach_sqrt` makes one new buffer of a state's
+    size for all parameters together."""
+    if job.optimizer != "adamw-foreach":
+        return 0.0
+    resident = ("weights_frozen", "weights_trainable", "master_weights", "optimizer_states",
+                "sharding_buffers", "dequant_buffer")
+    return sum(terms[k] for k in resident) + all_gradients + one_state
 
 
 def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
@@ -592,8 +636,10 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     if job.optimizer == "paged-adamw-8bit":
         out.append("paged optimizer states can spill to CPU RAM under pressure; the estimate "
                    "keeps them on the GPU")
-    out.append("AdamW is assumed fused (the HF Trainer default adamw_torch_fused); the older "
-               "foreach path needs one more parameter-sized buffer at the optimizer step")
+    if job.optimizer == "adamw":
+        out.append("AdamW fused (the HF Trainer default adamw_torch_fused from torch 2.8); "
+                   "--optimizer adamw-foreach for torch.optim.AdamW without fused=True, which "
+                   "moves ~2.7x the bytes and needs one more state-sized buffer at the step")
     return out
 
 
@@ -611,7 +657,8 @@ def _knob_notes(job: JobSpec) -> list[str]:
                    "saved; speed-up not modeled")
     if job.train_embeddings:
         out.append("embeddings and LM head trained (modules_to_save): trainable copies beside "
-                   "the frozen originals")
+                   "the frozen originals, in the base model's dtype with 16-bit gradients and "
+                   "optimizer states")
     if job.quant == "nf4" and job.nf4_backend == "torchao":
         out.append("torchao NF4Tensor base (double-quantized scales always)")
     return out

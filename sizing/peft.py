@@ -66,9 +66,14 @@ def trainable_params(arch: Architecture, job: JobSpec) -> int:
     plus, with `train_embeddings` (PEFT modules_to_save=["embed_tokens", "lm_head"]), a
     trainable copy of the embeddings and of an untied LM head: ModulesToSaveWrapper deep-copies
     the module and keeps the frozen original beside it, so the copy adds to the frozen base."""
+    return _peft_params(arch, job) + copied_module_params(arch, job)
+
+
+def copied_module_params(arch: Architecture, job: JobSpec) -> int:
+    """Of the trainable parameters, those in modules_to_save copies (embeddings, LM head)."""
     if job.method != "full" and job.train_embeddings:
-        return _peft_params(arch, job) + arch.embedding_params + arch.lm_head_params
-    return _peft_params(arch, job)
+        return arch.embedding_params + arch.lm_head_params
+    return 0
 
 
 def _peft_params(arch: Architecture, job: JobSpec) -> int:

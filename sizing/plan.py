@@ -24,9 +24,8 @@ from gpuscout.sizing.memory import (
     GB,
     GIB,
     frozen_weight_bytes,
-    per_param_bytes,
+    trainable_bytes,
 )
-from gpuscout.sizing.peft import trainable_params
 from gpuscout.sizing.throughput import (
     BACKWARD_SHARE,
     INTER_NODE_GBS,
@@ -142,7 +141,7 @@ def multi_node_time(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype
     bw = ring_bandwidth_gbs(link_gbs(gpu, shape.gpus_per_node), shape.nodes,
                             shape.machine_fabric_gbps)
     ring = (n - 1) / n
-    grad_bytes = trainable_params(arch, job) * per_param_bytes(arch, job, dtype).grad
+    grad_bytes = trainable_bytes(arch, job, dtype).grad
     if job.sharding in ("ddp", "zero1", "zero2"):
         comm = 2 * ring * grad_bytes / (bw * 1e9)
         exposed = max(0.0, comm - BACKWARD_SHARE * t_micro)

@@ -34,6 +34,7 @@ from gpuscout.sizing.memory import (
     frozen_weight_bytes,
     offloaded_activation_bytes,
     per_param_bytes,
+    trainable_bytes,
 )
 from gpuscout.sizing.peft import adapter_flops_params, trainable_params
 from gpuscout.sizing.types import Bound, Dtype, JobSpec, TimeEstimate
@@ -282,12 +283,26 @@ def weight_pass_bytes(arch: Architecture, job: JobSpec, dtype: Dtype, *,
 
 
 def optimizer_step_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
-    """Bytes the optimizer step moves, once per step: each trainable parameter's weight, master
-    copy and states read and written, its gradient read (an elementwise update: memory bound)."""
-    pp = per_param_bytes(arch, job, dtype)
-    per = 2 * (pp.weight + pp.master + pp.optimizer) + pp.grad
-    return trainable_params(arch, job) * per / (job.gpus if job.sharding in (
-        "zero1", "zero2", "zero3", "fsdp") else 1)
+    """Bytes the optimizer step moves, once per step (an elementwise update: memory bound).
+
+    A fused step (torch AdamW `fused=True`, the HF Trainer's default `adamw_torch_fused` from
+    torch 2.8, DeepSpeed's FusedAdam, bitsandbytes' 8-bit kernels) reads and writes each
+    parameter's weight, master copy and states once and reads its gradient. torch.optim.AdamW
+    without `fused` takes the multi-tensor path (`adamw-foreach`; torch/optim/adam.py
+    `_multi_tensor_adam`), one kernel per op over all tensors: `lerp_` of the first moment with
+    the gradient, `mul_` and `addcmul_(grad, grad)` of the second, `sqrt` of it into a new
+    buffer, `div_` and `add_(eps)` on that buffer, `addcdiv_` into the parameter. The two states
+    and the buffer (each of a state's size) move 7 times a state's bytes in all, the gradient 3
+    times, the parameter twice (its fp32 master, then copied to the 16-bit weight, if any).
+    """
+    state = trainable_bytes(arch, job, dtype)
+    if job.optimizer == "adamw-foreach":
+        updated = state.master or state.weight
+        copied = state.master + state.weight if state.master else 0.0
+        moved = 2 * updated + copied + 7 * state.optimizer + 3 * state.grad
+    else:
+        moved = 2 * (state.weight + state.master + state.optimizer) + state.grad
+    return moved / (job.gpus if job.sharding in ("zero1", "zero2", "zero3", "fsdp") else 1)
 
 
 def link_gbs(gpu: GpuSpec, n: int) -> float:
@@ -341,8 +356,7 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
     if n > 1:
         bw = link_gbs(gpu, n) * 1e9
         ring = (n - 1) / n
-        pt = trainable_params(arch, job)
-        grad_bytes = pt * per_param_bytes(arch, job, dtype).grad
+        grad_bytes = trainable_bytes(arch, job, dtype).grad
         if job.sharding in ("ddp", "zero1", "zero2"):
             comm = 2 * ring * grad_bytes / bw  # all-reduce = reduce-scatter + all-gather
             exposed = max(0.0, comm - BACKWARD_SHARE * t_micro)

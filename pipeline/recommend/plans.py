@@ -36,8 +36,8 @@ FABRIC_ASSUMED_GBPS = {"InfiniBand": 400.0, "RoCE": 400.0, "EFA": 400.0, "Ethern
 # Bytes per trainable parameter in a checkpoint: bf16 weights plus optimizer states
 # (EleutherAI "Transformer Math 101": AdamW 8 B of moments, + 4 B fp32 master when mixed;
 # 8-bit AdamW 2 B; SGD momentum 4 B; Adafactor's factored second moment ~0).
-OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw-8bit": 2.0, "paged-adamw-8bit": 2.0,
-                         "sgd": 4.0, "adafactor": 0.0}
+OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw-foreach": 8.0, "adamw-8bit": 2.0,
+                         "paged-adamw-8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
 WEIGHT_BYTES = 2.0  # bf16/fp16 weights as saved and downloaded
 DATASET_BYTES_PER_TOKEN = 4.0  # ~4 characters of UTF-8 text per token
 
@@ -46,7 +46,7 @@ def sizes_gb(arch: Architecture, job: JobSpec, tokens: int) -> tuple[float, floa
     """(checkpoint, final weights to download, storage during the run) in GB."""
     trainable = trainable_params(arch, job)
     state = OPTIMIZER_STATE_BYTES[job.optimizer]
-    if job.mixed_precision and job.optimizer == "adamw":
+    if job.mixed_precision and job.optimizer in ("adamw", "adamw-foreach"):
         state += 4.0
     checkpoint = trainable * (WEIGHT_BYTES + state) / 1e9
     final = (trainable if job.is_peft else arch.total_params) * WEIGHT_BYTES / 1e9

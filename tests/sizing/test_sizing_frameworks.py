@@ -24,6 +24,7 @@ from gpuscout.sizing.memory import (
     logits_bytes,
     memory_estimate,
     offloaded_activation_bytes,
+    trainable_bytes,
 )
 from gpuscout.sizing.peft import trainable_params
 from gpuscout.sizing.precision import decide
@@ -158,10 +159,15 @@ def test_train_embeddings_adds_trainable_copies() -> None:
     base, emb = _q(), _q(train_embeddings=True)
     extra = trainable_params(Q, emb) - trainable_params(Q, base)
     assert extra == Q.embedding_params + Q.lm_head_params
-    # the frozen originals stay; each copied parameter costs fp32 weight + grad + 2 states
-    d = memory_estimate(Q, emb).breakdown["optimizer_states"] - \
-        memory_estimate(Q, base).breakdown["optimizer_states"]
-    assert d == pytest.approx(extra * 8 / 1e9, abs=2e-3)
+    # the frozen originals stay; each copy keeps the base's bf16: weight, gradient and two
+    # AdamW states of 2 bytes (PEFT upcasts tuner layers only), not fp32's 4 + 4 + 8
+    with_copies, without = memory_estimate(Q, emb).breakdown, memory_estimate(Q, base).breakdown
+    for term, per_param in (("weights_trainable", 2), ("gradients", 2),
+                            ("optimizer_states", 4)):
+        d = with_copies[term] - without[term]
+        assert d == pytest.approx(extra * per_param / 1e9, abs=2e-3), term
+    assert trainable_bytes(Q, emb, "bf16").grad - trainable_bytes(Q, base, "bf16").grad == \
+        pytest.approx(extra * 2)
     assert frozen_weight_bytes(Q, emb, "bf16") == frozen_weight_bytes(Q, base, "bf16")
     with pytest.raises(UserInputError):
         JobSpec(method="full", train_embeddings=True)

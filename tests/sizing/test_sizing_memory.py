@@ -55,6 +55,24 @@ def test_fp32_and_optimizer_variants() -> None:
     assert 0 < ada < gb(0.01 * P * 4)  # factored second moments only
 
 
+def test_foreach_adamw_step_buffer_only_beyond_the_training_pool() -> None:
+    """The multi-tensor step holds every gradient, the states and sqrt's state-sized buffer
+    after activations are freed; only what the training pool cannot hold adds to the peak."""
+    short = full(mixed_precision=False, seq_len=128, batch_size=1)
+    fused = memory_estimate(A, short)
+    foreach = memory_estimate(A, short.model_copy(update={"optimizer": "adamw-foreach"}))
+    b = fused.breakdown
+    step = b["weights_trainable"] + b["gradients"] + b["optimizer_states"] + gb(2 * P)
+    pool = fused.reserved_gb
+    assert b["optimizer_step_buffer"] == 0
+    assert foreach.breakdown["optimizer_step_buffer"] == pytest.approx(step - pool, abs=2e-3)
+    assert foreach.reserved_gb == pytest.approx(step, abs=2e-3)
+    # long sequences: the activations' pool already holds the step
+    long = full(mixed_precision=False, seq_len=8192, grad_checkpointing=False)
+    assert memory_estimate(A, long.model_copy(update={"optimizer": "adamw-foreach"})) \
+        .breakdown["optimizer_step_buffer"] == 0
+
+
 @pytest.mark.parametrize(("stage", "w", "g", "o"), [
     ("zero1", 1, 1, 8), ("zero2", 1, 8, 8), ("zero3", 8, 8, 8), ("fsdp", 8, 8, 8)])
 def test_zero_stages_divide_the_right_states(stage: str, w: int, g: int, o: int) -> None:

@@ -12,6 +12,7 @@ from gpuscout.sizing.throughput import (
     kernel_efficiency,
     matmul_params,
     micro_batch,
+    optimizer_step_bytes,
     peak_tflops,
     time_estimate,
     wave_efficiency,
@@ -152,6 +153,22 @@ def test_roofline_weights_floor_and_optimizer_step() -> None:
     full = time_estimate(A, JobSpec(method="full", batch_size=1, seq_len=512), h100, "bf16")
     lora = time_estimate(A, JobSpec(method="lora", batch_size=1, seq_len=512), h100, "bf16")
     assert full.optimizer_step_s > 100 * lora.optimizer_step_s > 0
+
+
+def test_foreach_adamw_moves_more_than_fused() -> None:
+    """torch.optim.AdamW's multi-tensor path: states and sqrt's buffer 7x a state's bytes, the
+    gradient 3x, the parameter 2x, against the fused kernel's 2 + 2x states + 1."""
+    pure = JobSpec(method="full", mixed_precision=False, grad_checkpointing=True)
+    fused = optimizer_step_bytes(A, pure, "bf16")
+    foreach = optimizer_step_bytes(A, pure.model_copy(update={"optimizer": "adamw-foreach"}),
+                                   "bf16")
+    n = A.total_params
+    assert fused == pytest.approx(n * (2 * (2 + 4) + 2))
+    assert foreach == pytest.approx(n * (2 * 2 + 7 * 4 + 3 * 2))
+    # mixed precision under ZeRO: the fp32 master updated, then copied to the 16-bit weight
+    zero = JobSpec(method="full", optimizer="adamw-foreach", gpus=2, sharding="zero2")
+    assert optimizer_step_bytes(A, zero, "bf16") == pytest.approx(
+        n * (2 * 4 + (4 + 2) + 7 * 8 + 3 * 2) / 2)
 
 
 def test_scaling_depends_on_interconnect_and_sharding() -> None:
