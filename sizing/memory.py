@@ -256,8 +256,7 @@ def _activation_split(arch: Architecture, job: JobSpec, dtype: Dtype) -> _Activa
     """Saved activations of one micro-batch by layer (see `_ActivationSplit`)."""
     ab = FP32 if dtype == "fp32" or _uses_kbit_upcast(job) else DTYPE_BYTES[dtype]
     b = job.batch_size
-    extra = job.num_virtual_tokens if job.method == "prompt" else 0
-    s_enc = job.seq_len + extra
+    s_enc = job.positions
     s_kv_extra = job.num_virtual_tokens if job.method == "prefix" else 0
     enc_dec = arch.arch == "encoder-decoder"
     s_dec = (job.decoder_seq_len or job.seq_len) if enc_dec else s_enc
@@ -417,7 +416,7 @@ def logits_bytes(arch: Architecture, job: JobSpec) -> float:
     """
     if arch.arch == "encoder":
         return 0.0
-    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.seq_len
+    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.positions
     tokens = job.batch_size * s
     if job.loss == "fused":
         return tokens * arch.hidden_size * CHUNKED_LOSS_BYTES_PER_HIDDEN
@@ -437,7 +436,7 @@ def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
         return 0.0
     if job.loss != "eager":
         return logits_bytes(arch, job)
-    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.seq_len
+    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.positions
     return job.batch_size * s * arch.vocab_size * LOSS_SEGMENT_BYTES
 
 

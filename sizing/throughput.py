@@ -229,8 +229,9 @@ class MicroBatch:
 
 
 def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) -> MicroBatch:
-    """The roofline of one micro-batch: matmuls, attention, pointwise traffic, host launches."""
-    tokens = job.batch_size * job.seq_len
+    """The roofline of one micro-batch: matmuls, attention, pointwise traffic, host launches,
+    over every position the layers run (a prompt's virtual tokens too)."""
+    tokens = job.batch_size * job.positions
     tflops = peak_tflops(gpu, dtype) * 1e12
     bandwidth = (gpu.mem_bandwidth_gbs or REF_BANDWIDTH_GBS) * 1e9 * STREAM_EFFICIENCY
     mm_rate = tflops * kernel_efficiency("matmul", gpu)

@@ -161,6 +161,14 @@ class JobSpec(BaseModel):
         return self.batch_size * self.seq_len
 
     @property
+    def positions(self) -> int:
+        """Positions one sequence occupies in every layer: prompt tuning prepends its virtual
+        tokens to the input embeddings (Lester et al. 2021; PEFT concatenates them before the
+        first layer), so each layer, the head and the loss run over them too; prefix tuning
+        only adds keys and values to attention."""
+        return self.seq_len + (self.num_virtual_tokens if self.method == "prompt" else 0)
+
+    @property
     def timed(self) -> JobSpec:
         """The job as the clock sees it: micro-batches of the mean length when one is given
         (a token-rate measurement counts the tokens a batch holds, not its longest sample)."""

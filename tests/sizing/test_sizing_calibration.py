@@ -85,19 +85,23 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
 
 
 def test_throughput_does_not_regress() -> None:
-    # a floor under the current time model (median 39.3 %, 36 of 76 rows within ±30 %; the goal
+    # a floor under the current time model (median 34.4 %, 37 of 76 rows within ±30 %; the goal
     # of 15 % and 80 % is not met: see bench/CALIBRATION.md), so that a change that loses
     # accuracy fails here; the GPTQ rows of Qwen's profile pay auto-gptq's eager unpacking, the
     # MetaMathQA rows are timed at their mean length, torch.optim.AdamW steps on its foreach path
     errors = [r.throughput_error_pct for r in ROWS if r.throughput_error_pct is not None]
     assert len(errors) == 76
     ours = summarize(errors)
-    assert ours.median_abs_error_pct <= 39.5
-    assert sum(abs(e) <= 30.0 for e in errors) >= 36
+    assert ours.median_abs_error_pct <= 34.5
+    assert sum(abs(e) <= 30.0 for e in errors) >= 37
     # MetaMathQA's full fine-tuning steps every micro-batch with torch.optim.AdamW: +88 % when
     # its step was timed as a fused one
     full = ROWS[0].throughput_error_pct
     assert full is not None and abs(full) <= 30
+    # MetaMathQA's prompt tuning runs 200 virtual tokens through every layer: +74 % when only
+    # attention saw them
+    prompt = ROWS[8].throughput_error_pct
+    assert prompt is not None and abs(prompt) <= 10
     qwen_gptq = [ROWS[i] for i in (90, 91, 101, 102)]  # 7B and 14B Int4 at 512 and 2048 tokens
     assert all(r.throughput_error_pct is not None and r.throughput_error_pct < 60
                for r in qwen_gptq)

@@ -236,3 +236,16 @@ def test_unsloth_preset_turns_on_its_fused_kernels() -> None:
     _, off, _ = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="unsloth",
                     fused_kernels=False).resolve()
     assert off.fused_kernels is False
+
+
+def test_prompt_tuning_runs_its_virtual_tokens_through_every_layer() -> None:
+    """Prompt tuning prepends its virtual tokens to the input: 200 of them beside 200 real
+    tokens cost about what 400 real tokens do; prefix tuning only lengthens attention."""
+    a100 = CAT.gpu("a100-sxm-80gb")
+    short = JobSpec(method="prompt", num_virtual_tokens=200, seq_len=200, batch_size=8)
+    plain = JobSpec(method="prompt", num_virtual_tokens=1, seq_len=400, batch_size=8)
+    prompt_s = time_estimate(A, short, a100, "bf16").step_time_s
+    assert prompt_s == pytest.approx(time_estimate(A, plain, a100, "bf16").step_time_s,
+                                     rel=0.05)
+    prefix = short.model_copy(update={"method": "prefix"})
+    assert time_estimate(A, prefix, a100, "bf16").step_time_s < 0.7 * prompt_s
