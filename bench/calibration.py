@@ -182,6 +182,15 @@ Two sources, read the same way as the rest (no constant changed for them):
   tuning (200 virtual tokens beside a mean of 210 real ones, row 8) moved from +74 % to −0.5 %,
   and its memory now counts the logits of those positions too (−3.4 % → +2.5 %).
 
+- **QLoRA after PEFT's k-bit preparation runs its pointwise work in fp32.**
+  `prepare_model_for_kbit_training` casts the embeddings, norms and head to fp32, so the hidden
+  states are fp32 (the memory model counted them so already; the time model did not), and
+  bitsandbytes' `Linear4bit.forward` casts each input to the compute dtype and its output back
+  (`x.to(self.compute_dtype)`, `.to(inp_dtype)`): 6 more bytes per element of every 4-bit
+  layer's input and output, and two kernels. The rows that run it with a token rate are the
+  trainer tests' QLoRA (now 4.8–8.3× fast instead of 6.6–12.2×); the HF QLoRA estimate on an
+  H100 becomes memory-bound. Unsloth's and TRL's presets skip the upcast and are unchanged.
+
 Together: memory median 9.5 % → 8.4 %, within ±20 % 75 % → 81 %; tokens/s median 45.7 % →
 34.4 %, within ±30 % 35 → 37 of 76.
 

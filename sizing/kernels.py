@@ -148,10 +148,16 @@ def _attention(arch: Architecture, job: JobSpec, group: str, ab: int, s_kv: int,
 
 
 def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally,
-            autocast: bool) -> None:
+            autocast: bool, compute_cast_bytes: int) -> None:
     if m.group == "router":
         t.other += 3  # softmax, top-k, the expert index bookkeeping
     t.linear += m.count  # one matmul per expert matrix in an eager MoE loop
+    if compute_cast_bytes and job.quant != "none":
+        # bitsandbytes' Linear4bit/Linear8bitLt: x.to(compute_dtype) before the matmul and
+        # out.to(x.dtype) after it, when the activations are in another dtype
+        through = arch.experts_per_token if m.group == "expert" else m.count
+        t.bytes_ += through * (ab + compute_cast_bytes) * (m.d_in + m.d_out)
+        t.other += 2 * m.count
     if autocast:
         t.linear += m.count  # autocast casts the fp32 weight to 16 bits before each matmul
     if job.is_peft:
@@ -198,7 +204,7 @@ def _mlp(arch: Architecture, job: JobSpec, block: list[Linear], ab: int, t: _Tal
 
 
 def _block_forward(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,
-                   s_kv: int, t: _Tally, autocast: bool) -> None:
+                   s_kv: int, t: _Tally, autocast: bool, compute_cast_bytes: int) -> None:
     h = arch.hidden_size
     norm_b, norm_k = _norm(arch, ab, _fused(job), autocast)
     n_norms = arch.norms_per_layer + (1 if any(m.group == "cross_attn" for m in block) else 0)
@@ -211,7 +217,7 @@ def _block_forward(arch: Architecture, job: JobSpec, block: list[Linear], ab: in
         if any(m.group == group for m in block):
             _attention(arch, job, group, ab, s_kv, t)
     for m in block:
-        _linear(arch, job, m, ab, t, autocast)
+        _linear(arch, job, m, ab, t, autocast, compute_cast_bytes)
     _mlp(arch, job, block, ab, t)
 
 
@@ -231,15 +237,18 @@ def _loss_bytes(arch: Architecture, job: JobSpec, ab: int) -> float:
     return float(per_logit * v)
 
 
-def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = False
-                 ) -> PassCost:
+def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = False,
+                 compute_cast_bytes: int = 0) -> PassCost:
     """The pointwise traffic per token and the kernels per micro-batch of one forward.
-    `autocast`: fp32 weights run under torch.autocast (mixed precision without sharding)."""
+    `ab`: bytes per activation element; `autocast`: fp32 weights run under torch.autocast
+    (mixed precision without sharding); `compute_cast_bytes`: a quantized layer's compute
+    dtype when the activations are in another one (0: no casts)."""
     t = _Tally()
     blocks = arch.blocks()
     for kind, n in Counter(arch.block_kinds()).items():  # each kind of block once, times n
         one = _Tally()
-        _block_forward(arch, job, blocks[kind], ab, job.seq_len, one, autocast)
+        _block_forward(arch, job, blocks[kind], ab, job.seq_len, one, autocast,
+                       compute_cast_bytes)
         t.bytes_ += n * one.bytes_
         t.linear += n * one.linear
         t.frozen += n * one.frozen

@@ -207,7 +207,7 @@ def trainable_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> _PerParam
                        for f in ("weight", "master", "autocast", "grad", "optimizer")))
 
 
-def _uses_kbit_upcast(job: JobSpec) -> bool:
+def uses_kbit_upcast(job: JobSpec) -> bool:
     """PEFT's prepare_model_for_kbit_training runs (and casts non-quantized params to fp32).
 
     TRL skips it for sharded QLoRA (ZeRO-3/FSDP), whose 4-bit params live in a bf16 storage
@@ -242,7 +242,7 @@ def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float
     b = DTYPE_BYTES[dtype]
     if job.quant == "none":
         return arch.total_params * b
-    rest = FP32 if _uses_kbit_upcast(job) else b
+    rest = FP32 if uses_kbit_upcast(job) else b
     linear = arch.linear_weight_params
     if job.quant == "nf4":
         return linear * nf4_bytes(job) + arch.non_linear_params * rest
@@ -254,7 +254,7 @@ def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float
 
 def _activation_split(arch: Architecture, job: JobSpec, dtype: Dtype) -> _ActivationSplit:
     """Saved activations of one micro-batch by layer (see `_ActivationSplit`)."""
-    ab = FP32 if dtype == "fp32" or _uses_kbit_upcast(job) else DTYPE_BYTES[dtype]
+    ab = FP32 if dtype == "fp32" or uses_kbit_upcast(job) else DTYPE_BYTES[dtype]
     b = job.batch_size
     s_enc = job.positions
     s_kv_extra = job.num_virtual_tokens if job.method == "prefix" else 0
@@ -543,7 +543,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         buffers += ZERO_BUCKET_ELEMENTS * (FP32 if dt == "fp32" else b)
     terms["sharding_buffers"] = buffers
 
-    if _uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
+    if uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
         # The fp32-upcast LM head runs under autocast: its 16-bit cast is made every forward
         # and saved by the matmul for the backward pass (torch.autocast caches casts only of
         # trainable leaves, so the frozen head is re-cast and held each step).
@@ -621,7 +621,7 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
         out.append("mixed precision: fp32 master weights and optimizer states, 16-bit compute")
     else:
         out.append(f"pure {dt}: weights, gradients and optimizer states all in {dt}")
-    if _uses_kbit_upcast(job):
+    if uses_kbit_upcast(job):
         out.append("prepare_model_for_kbit_training casts embeddings, LM head and norms to "
                    "fp32, so the hidden states and activations run in fp32 too")
     if job.grad_checkpointing:

@@ -35,6 +35,7 @@ from gpuscout.sizing.memory import (
     offloaded_activation_bytes,
     per_param_bytes,
     trainable_bytes,
+    uses_kbit_upcast,
 )
 from gpuscout.sizing.peft import adapter_flops_params, trainable_params
 from gpuscout.sizing.types import Bound, Dtype, JobSpec, TimeEstimate
@@ -239,7 +240,12 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
                           else kernel_efficiency("matmul", gpu))
     ab = DTYPE_BYTES[dtype]
     autocast = per_param_bytes(arch, job, dtype).autocast > 0
-    fwd = forward_pass(arch, job, ab, autocast)
+    # prepare_model_for_kbit_training leaves fp32 embeddings and norms, so the hidden states
+    # and every pointwise kernel on them run in fp32 (memory counts them so too), and each
+    # 4-bit/8-bit layer casts its fp32 input to the compute dtype and its output back
+    upcast = uses_kbit_upcast(job) and dtype != "fp32"
+    fwd = forward_pass(arch, job, FP32 if upcast else ab, autocast,
+                       compute_cast_bytes=ab if upcast else 0)
     forwards = 1 + (1 if job.grad_checkpointing else 0)
     pointwise = tokens * (fwd.pointwise_bytes * (forwards + BACKWARD_FACTOR) + fwd.loss_bytes)
     dequant = dequant_cost(job)

@@ -54,7 +54,8 @@ def test_hours_and_qlora_dequantization() -> None:
     assert t.hours == pytest.approx(1e9 / t.tokens_per_s / 3600, rel=1e-3)
     q = time_estimate(A, JobSpec(method="qlora"), h100, "bf16")
     lora = micro_batch(A, JobSpec(method="lora"), h100, "bf16")
-    qlora = micro_batch(A, JobSpec(method="qlora"), h100, "bf16")
+    # bf16 hidden states (no kbit upcast), so that the dequantization is the only difference
+    qlora = micro_batch(A, JobSpec(method="qlora", upcast_non_quantized=False), h100, "bf16")
     # bitsandbytes reads the packed half byte and writes the 16-bit weight of every base
     # matmul on forward, recompute and backward
     dequant = 3 * A.linear_weight_params * 2.5 / (h100.mem_bandwidth_gbs * 1e9 * 0.8)
@@ -69,7 +70,7 @@ def test_hours_and_qlora_dequantization() -> None:
 
 def test_nf4_backends_dequantize_at_their_own_cost() -> None:
     h100 = CAT.gpu("h100-sxm-80gb")
-    job = JobSpec(method="qlora", batch_size=1, seq_len=1024)
+    job = JobSpec(method="qlora", batch_size=1, seq_len=1024, upcast_non_quantized=False)
     bnb = micro_batch(A, job, h100, "bf16")
     torchao = micro_batch(A, job.model_copy(update={"nf4_backend": "torchao"}), h100, "bf16")
     lora = micro_batch(A, JobSpec(method="lora", batch_size=1, seq_len=1024), h100, "bf16")
@@ -139,8 +140,12 @@ def test_small_micro_batches_are_launch_bound_and_compile_helps() -> None:
 
 def test_roofline_weights_floor_and_optimizer_step() -> None:
     h100 = CAT.gpu("h100-sxm-80gb")
-    big = time_estimate(A, JobSpec(method="qlora", batch_size=4, seq_len=2048), h100, "bf16")
-    assert big.bound == "compute"
+    big_job = JobSpec(method="qlora", batch_size=4, seq_len=2048, upcast_non_quantized=False)
+    assert time_estimate(A, big_job, h100, "bf16").bound == "compute"
+    # PEFT's fp32 upcast doubles the pointwise bytes and casts around every 4-bit layer: on an
+    # H100, whose FLOPs per byte are highest, that traffic outweighs the matmuls
+    upcast = big_job.model_copy(update={"upcast_non_quantized": True})
+    assert time_estimate(A, upcast, h100, "bf16").bound == "memory"
     # a 70B base and one 16-token micro-batch: reading the weights and their dequantized copy
     # three times (forward, recompute, backward) takes longer than anything else
     huge = lookup("meta-llama/Llama-2-70b-hf")
@@ -249,3 +254,21 @@ def test_prompt_tuning_runs_its_virtual_tokens_through_every_layer() -> None:
                                      rel=0.05)
     prefix = short.model_copy(update={"method": "prefix"})
     assert time_estimate(A, prefix, a100, "bf16").step_time_s < 0.7 * prompt_s
+
+
+def test_kbit_upcast_runs_the_pointwise_work_in_fp32_with_casts_around_each_4bit_layer() -> None:
+    """prepare_model_for_kbit_training's fp32 embeddings and norms keep the hidden states in
+    fp32; bitsandbytes' Linear4bit casts each input to bf16 and each output back."""
+    a100 = CAT.gpu("a100-sxm-80gb")
+    hf = JobSpec(method="qlora", batch_size=4, seq_len=2048)  # upcast_non_quantized=True
+    bf16 = hf.model_copy(update={"upcast_non_quantized": False})
+    up, plain = (micro_batch(A, j, a100, "bf16") for j in (hf, bf16))
+    assert up.matmul_s == pytest.approx(plain.matmul_s)
+    assert up.attention_s == pytest.approx(plain.attention_s)
+    # the casts alone: (4 + 2) bytes over every 4-bit layer's input and output per token and
+    # pass, forward, recompute and twice in backward
+    io = 32 * (4 * (4096 + 4096) + 3 * (4096 + 11008))
+    casts = 8192 * 6 * io * (2 + 2) / (a100.mem_bandwidth_gbs * 1e9 * 0.8)
+    assert up.pointwise_s > 2 * plain.pointwise_s
+    assert up.pointwise_s > plain.pointwise_s + casts
+    assert up.other_launch_s > plain.other_launch_s
