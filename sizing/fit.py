@@ -22,7 +22,7 @@ from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.types import Estimate, JobSpec
 
 MAX_BATCH = 1024
-MAX_SEQ_LEN = 262_144
+MAX_SEQ_LEN = 1_048_576  # 1M: long-context recipes (offloaded checkpoints, fused loss) go past 256k
 SEQ_STEP = 128  # sequence lengths are searched in multiples of this
 MAX_GPUS_TRIED = 8  # one machine
 MAX_COMBINED = 4  # changes stacked when no single one fits
