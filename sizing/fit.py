@@ -22,7 +22,8 @@ from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.types import Estimate, JobSpec
 
 MAX_BATCH = 1024
-MAX_SEQ_LEN = 1_048_576  # 1M: long-context recipes (offloaded checkpoints, fused loss) go past 256k
+# 1M tokens: long-context recipes (offloaded checkpoints, a fused loss) go past 256k
+MAX_SEQ_LEN = 1_048_576
 SEQ_STEP = 128  # sequence lengths are searched in multiples of this
 MAX_GPUS_TRIED = 8  # one machine
 MAX_COMBINED = 4  # changes stacked when no single one fits
@@ -59,6 +60,12 @@ def _with(job: JobSpec, **changes: Any) -> JobSpec:
     data = job.model_dump()
     data.pop("chunked_loss")
     return JobSpec.model_validate({**data, **changes})
+
+
+def _at_length(job: JobSpec, seq_len: int) -> JobSpec:
+    """`job` with its longest sequence at `seq_len`; a mean length above it comes down to it."""
+    mean = job.mean_seq_len
+    return _with(job, seq_len=seq_len, mean_seq_len=None if mean is None else min(mean, seq_len))
 
 
 def _try(arch: Architecture, job: JobSpec, gpu: GpuSpec) -> Estimate | None:
@@ -176,7 +183,7 @@ def fit_advice(arch: Architecture, job: JobSpec, gpu: GpuSpec) -> FitAdvice:
     """What fits `gpu`, and what makes `job` fit it (see the module docstring)."""
     base = estimate(arch, job, gpu)
     max_batch = _largest(lambda b: _fits(arch, _with(job, batch_size=b), gpu), 1, MAX_BATCH)
-    max_seq = _largest(lambda s: _fits(arch, _with(job, seq_len=s), gpu), SEQ_STEP,
+    max_seq = _largest(lambda s: _fits(arch, _at_length(job, s), gpu), SEQ_STEP,
                        MAX_SEQ_LEN, SEQ_STEP)
     singles = [c for name, opts in candidate_changes(job)
                if (c := _change(arch, job, gpu, base, name, opts)) is not None]

@@ -114,3 +114,12 @@ def test_api_and_cli() -> None:
     no_gpu = runner.invoke(app, args[:-3] + ["--fit"])
     # the app raises; the console entry point prints it as "error: ..." (tests/test_cli.py)
     assert no_gpu.exit_code != 0 and "--fit needs --gpu" in str(no_gpu.exception)
+
+
+def test_a_mean_length_above_the_searched_sequence_comes_down_with_it() -> None:
+    """--mean-seq-len 210 with --fit: the search tries sequences shorter than the mean, which
+    then is the sequence itself (it was an invalid job that ended the command)."""
+    arch, spec, _ = Job(model="meta-llama/Llama-3.2-3B", method="lora", batch_size=4,
+                        seq_len=768, mean_seq_len=210).resolve()
+    advice = fit_advice(arch, spec, L4)
+    assert advice.max_seq_len is not None and advice.max_seq_len >= 768
