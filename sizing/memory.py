@@ -514,8 +514,10 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     if job.optimizer_in_backward and terms["gradients"] > 0:
         # torchtune optimizer_in_bwd: a post-accumulate-grad hook steps each parameter and
         # frees its gradient at once, so at most the largest parameter's gradient is alive.
+        # a trained embedding (the largest then) has a 16-bit gradient (`trainable_bytes`)
+        grad_b = b if copied_module_params(arch, job) else pp.grad
         terms["gradients"] = min(terms["gradients"],
-                                 _largest_trainable_param(arch, job) * pp.grad / div_grad)
+                                 _largest_trainable_param(arch, job) * grad_b / div_grad)
         notes.append("optimizer in backward: each gradient is applied and freed as soon as "
                      "it is computed")
 

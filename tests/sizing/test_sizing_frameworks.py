@@ -145,6 +145,10 @@ def test_optimizer_in_backward_keeps_one_gradient() -> None:
     assert inbwd.breakdown["gradients"] < base
     with pytest.raises(UserInputError, match="grad-accum 1"):
         JobSpec(method="full", optimizer_in_backward=True, grad_accum=4)
+    # LoRA with a trained embedding: its bf16 copy is the largest tensor, with a bf16 gradient
+    lora = JobSpec(method="lora", train_embeddings=True, optimizer_in_backward=True)
+    assert memory_estimate(A, lora).breakdown["gradients"] == pytest.approx(
+        A.vocab_size * A.hidden_size * 2 / 1e9, abs=1e-3)
 
 
 def test_compile_drops_the_saved_activation_output_of_the_gated_mlp() -> None:
