@@ -83,6 +83,11 @@ METHOD_MAP: dict[str, tuple[str, bool]] = {
 FIXED_LENGTH_MARKERS = (r"\bpacked", r"dummy data", r"pads every sample to max_len",
                         r"fully filled tokens")
 CACHE_EMPTYING_SOURCES = ("method_comparison/MetaMathQA",)
+# Sources whose training script packs the data to a constant length: the Personal Copilot blog's
+# runs train with pacman100/LLM-Workshop personal_copilot/training/train.py, whose
+# ConstantLengthDataset concatenates the files and yields only chunks of exactly seq_length
+# tokens (read at 05f86e9).
+FIXED_LENGTH_SOURCES = ("personal-copilot.md",)
 
 # ms-swift's documented defaults for rows that do not restate them (row notes).
 SWIFT_DEFAULT_BATCH, SWIFT_DEFAULT_SEQ = 1, 2048
@@ -287,7 +292,8 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
     if r["method"].startswith("llama_adapter"):
         virtual = _int(r["lora_targets"].split("adapter_len")[-1], 10)
     variable = not (any(re.search(m, r["notes"].lower()) for m in FIXED_LENGTH_MARKERS)
-                    or any(src in r["source"] for src in CACHE_EMPTYING_SOURCES))
+                    or any(src in r["source"]
+                           for src in CACHE_EMPTYING_SOURCES + FIXED_LENGTH_SOURCES))
     seq_len = _int(r["seq_len"], seq_default)
     return JobSpec.model_validate(dict(
         method=method, lora_rank=rank, lora_targets=targets, num_virtual_tokens=virtual,

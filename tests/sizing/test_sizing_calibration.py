@@ -56,6 +56,7 @@ def test_fixed_length_rows_carry_no_stale_segments() -> None:
     flags = {i: job.variable_lengths for i, job in jobs.items()}
     assert not any(flags[i] for i in range(0, 13))  # MetaMathQA
     assert not flags[20] and not flags[62]  # packed to 2048; BERT dummy data
+    assert not flags[60] and not flags[61]  # Personal Copilot: ConstantLengthDataset
     assert all(flags[i] for i in range(25, 60))  # ms-swift: batch 1, lengths up to max_length
 
 
