@@ -139,7 +139,7 @@ Two sources, read the same way as the rest (no constant changed for them):
   are within ±15 % except at 8192 tokens (+12–15 %). **LoRA with trainable embeddings and LM
   head** (`modules_to_save`, rows 78–79, 87–89, 99–100) was 23–34 % high while we kept the
   copies in fp32 with fp32 gradients and states; they are 16-bit copies now (see the next
-  section) and within ±12 %. One group still misses: **GPTQ-Int4 Q-LoRA at 8192 tokens**
+  section) and within ±13 %. One group still misses: **GPTQ-Int4 Q-LoRA at 8192 tokens**
   (rows 81, 92, 103, 107) is 24–48 % high: the loss buffers dominate there and Qwen-1's
   remote modeling code may compute the loss differently from what we assume for a GPTQ base.
   Tokens/s: see the time model below.
@@ -161,7 +161,8 @@ Two sources, read the same way as the rest (no constant changed for them):
   the parameter (`torch.zeros_like`): 8 bytes per copied parameter, not fp32's 16
   (`sizing/memory.py`, `trainable_bytes`). Qwen's profile with and without trainable embeddings
   grows by about that much (7B: 1.25 B copied parameters, +10 GB measured, +10 GB now; +20 GB
-  before). The seven rows moved from +23–34 % to −11…+11 %.
+  before). The seven rows moved from +23–34 % to −11…+11 % (−11…+13 % with LoRA dropout's
+  saved copies, below).
 - **torch.optim.AdamW steps on its multi-tensor path unless `fused=True`** (`--optimizer
   adamw-foreach`; torch/optim/adam.py `_multi_tensor_adam`): `lerp_` of the first moment,
   `mul_` and `addcmul_` of the second, `sqrt` into a new buffer, `div_` and `add_(eps)` on it,
@@ -191,8 +192,18 @@ Two sources, read the same way as the rest (no constant changed for them):
   trainer tests' QLoRA (now 4.8–8.3× fast instead of 6.6–12.2×); the HF QLoRA estimate on an
   H100 becomes memory-bound. Unsloth's and TRL's presets skip the upcast and are unchanged.
 
-Together: memory median 9.5 % → 8.4 %, within ±20 % 75 % → 81 %; tokens/s median 45.7 % →
-34.4 %, within ±30 % 35 → 37 of 76.
+- **LoRA dropout is a kernel and a saved copy per adapted module.** PEFT gives every adapted
+  module its own `nn.Dropout` on its input (`lora_A(dropout(x))`, q, k and v each), so with
+  `lora_dropout` > 0 (`--lora-dropout`; PEFT's default is 0, the Qwen and trainer-test recipes
+  use 0.05, the PEFT README's 0.1, read from each row's notes) a kernel reads the input and
+  writes the result and a one-byte mask, and `lora_A` keeps the result for its weight gradient
+  (in the one recomputed layer under checkpointing). Tokens/s: the Qwen profile's LoRA rows
+  moved 2–5 % slower (median 11.9 % → 10.4 %, 22 → 23 of 32 within ±30 %); memory: the PEFT
+  README's rows without checkpointing rose toward their measurements, the trainer tests' LoRA
+  rows, already high, rose further (median 8.4 % → 8.8 %).
+
+Together: memory median 9.5 % → 8.8 %, within ±20 % 75 % → 80 %; tokens/s median 45.7 % →
+30.7 %, within ±30 % 35 → 38 of 76.
 
 ## The time model (previous revisions)
 

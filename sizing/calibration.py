@@ -216,6 +216,13 @@ def _optimizer(text: str, sharding: str) -> str:
     return "adamw-foreach" if "torch" in text or "trainer default" in text else "adamw"
 
 
+def _lora_dropout(r: dict[str, str]) -> float:
+    """The LoRA dropout a row's notes state ("LoRA r=8 alpha=16 dropout 0.05"), else PEFT's
+    default of 0."""
+    m = re.search(r"lora r=\d+ alpha=\d+ dropout[ =]([0-9.]+)", r["notes"].lower())
+    return float(m.group(1)) if m else 0.0
+
+
 def _sharding(text: str) -> tuple[str, str]:
     """(sharding, offload) from the sharding column: "zero3...", "fsdp...", "DeepSpeed ZeRO-2
     ...", "FSDP (size_based wrap) + CPU offload"; a ZeRO config on one GPU shards nothing."""
@@ -296,7 +303,8 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
                            for src in CACHE_EMPTYING_SOURCES + FIXED_LENGTH_SOURCES))
     seq_len = _int(r["seq_len"], seq_default)
     return JobSpec.model_validate(dict(
-        method=method, lora_rank=rank, lora_targets=targets, num_virtual_tokens=virtual,
+        method=method, lora_rank=rank, lora_targets=targets, lora_dropout=_lora_dropout(r),
+        num_virtual_tokens=virtual,
         dtype=dtype, quant=quant, double_quant=double_quant, upcast_non_quantized=upcast,
         optimizer=optimizer, mixed_precision=mixed,
         batch_size=_int(r["batch_size"], SWIFT_DEFAULT_BATCH),

@@ -54,6 +54,9 @@ class Job(BaseModel):
         description="full|lora|qlora|dora|ia3|prefix|prompt|adapter")
     lora_rank: int = Field(default=16, description="LoRA/DoRA rank r")
     lora_targets: LoraTargets = Field(default="qv", description="qv|attn|all-linear")
+    lora_dropout: float = Field(
+        default=0.0,
+        description="LoRA dropout probability (PEFT default 0.0; recipes often set 0.05)")
     dtype: Dtype = Field(default="bf16", description="fp32|fp16|bf16 compute precision")
     quant: Quant = Field(
         default="none",

@@ -175,6 +175,11 @@ def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally,
         # A and B matmuls, the scale and the add onto the frozen output
         t.bytes_ += tokens_through * (2 if _fused(job) else 5) * ab * m.d_out
         t.other += m.count * (3 if _fused(job) else 4)
+        if job.lora_dropout > 0:
+            # each module's own nn.Dropout on its input (PEFT applies it per adapted module,
+            # q, k and v each): read the input, write the result and its one-byte mask
+            t.bytes_ += tokens_through * (2 * ab + 1) * m.d_in
+            t.other += m.count
         # PEFT casts the input to the adapter's dtype (a no-op call that still dispatches)
         t.views += 0 if _fused(job) else m.count
         if job.method == "dora":

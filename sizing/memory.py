@@ -402,6 +402,9 @@ def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear]
     for m in block:
         if adapted(m):
             total += m.count * FP32 * job.lora_rank  # lora_A output, kept for lora_B's grad
+            if job.lora_dropout > 0:
+                # lora_A saves the dropped-out copy of its input, and dropout its mask
+                total += m.count * (ab + 1) * m.d_in
             if job.method == "dora":
                 total += m.count * ab * m.d_out  # base output, kept for the magnitude grad
     return total

@@ -37,6 +37,10 @@ class JobSpec(BaseModel):
     method: Method = "lora"
     lora_rank: int = 16
     lora_targets: LoraTargets = "qv"
+    lora_dropout: float = Field(
+        default=0.0,
+        description="LoRA dropout probability (PEFT LoraConfig default 0.0): above 0 each "
+                    "adapted module runs a dropout kernel on its input and saves the result")
     num_virtual_tokens: int = Field(default=20, description="prefix / prompt tuning length")
     adapter_reduction: int = Field(default=16, description="bottleneck adapter: hidden / this")
     dtype: Dtype = "bf16"
@@ -142,6 +146,9 @@ class JobSpec(BaseModel):
         return self
 
     def _check_knobs(self) -> None:
+        if not 0.0 <= self.lora_dropout < 1.0:
+            raise UserInputError(f"--lora-dropout is a probability in [0, 1), got "
+                                 f"{self.lora_dropout}")
         if self.optimizer_in_backward and self.grad_accum > 1:
             raise UserInputError("--optimizer-in-backward frees each gradient as soon as it is "
                                  "applied: it needs --grad-accum 1 (torchtune raises the same)")

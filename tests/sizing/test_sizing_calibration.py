@@ -33,18 +33,20 @@ def test_median_error_and_share_within_20_pct() -> None:
 
 
 def test_share_within_20_pct_does_not_regress() -> None:
-    # a floor under the current model (80.5 % of 123 rows, median 8.4 %; the goals of 90 % and
-    # 8 % are not met: see bench/CALIBRATION.md), so that a change that loses accuracy fails
+    # a floor under the current model (80.5 % of 123 rows, median 8.8 %; the goals of 90 % and
+    # 8 % are not met: see bench/CALIBRATION.md), so that a change that loses accuracy fails.
+    # The median was 8.4 % before LoRA dropout's saved copies were counted (a real cost that
+    # the trainer tests' LoRA rows, already high, pay most)
     ours = summarize([r.error_pct for r in MEM if r.error_pct is not None])
     assert ours.within_20_pct >= 0.80
-    assert ours.median_abs_error_pct <= 8.5
+    assert ours.median_abs_error_pct <= 8.9
 
 
 def test_trained_embeddings_are_16_bit_copies() -> None:
     # Qwen's profile with and without modules_to_save (1.8B, 7B, 14B): fp32 copies with fp32
-    # states were 23-34 % high; 16-bit copies bring every such row within ±12 %
+    # states were 23-34 % high; 16-bit copies bring every such row within ±13 %
     rows = [ROWS[i] for i in (78, 79, 87, 88, 89, 99, 100)]
-    assert all(r.error_pct is not None and abs(r.error_pct) <= 12 for r in rows)
+    assert all(r.error_pct is not None and abs(r.error_pct) <= 13 for r in rows)
 
 
 def test_fixed_length_rows_carry_no_stale_segments() -> None:
@@ -78,6 +80,9 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
     pure = jobs[84]  # "bf16 (pure bf16 weights, amp off)"
     assert (pure.dtype, pure.mixed_precision) == ("bf16", False)
     assert (jobs[93].sharding, jobs[93].gpus) == ("zero2", 2)
+    # the LoRA dropout the notes state ("LoRA r=64 alpha=16 dropout=0.05"), else PEFT's 0
+    assert (jobs[76].lora_dropout, jobs[109].lora_dropout, jobs[1].lora_dropout) == (
+        0.05, 0.05, 0.0)
     # DeepSpeed steps with its config's FusedAdam; torch.optim.AdamW and the HF Trainer's
     # adamw_torch of the time with the foreach path
     assert {jobs[i].optimizer for i in (80, 82, 93, 104)} == {"adamw"}
@@ -86,15 +91,15 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
 
 
 def test_throughput_does_not_regress() -> None:
-    # a floor under the current time model (median 34.4 %, 37 of 76 rows within ±30 %; the goal
+    # a floor under the current time model (median 30.7 %, 38 of 76 rows within ±30 %; the goal
     # of 15 % and 80 % is not met: see bench/CALIBRATION.md), so that a change that loses
     # accuracy fails here; the GPTQ rows of Qwen's profile pay auto-gptq's eager unpacking, the
     # MetaMathQA rows are timed at their mean length, torch.optim.AdamW steps on its foreach path
     errors = [r.throughput_error_pct for r in ROWS if r.throughput_error_pct is not None]
     assert len(errors) == 76
     ours = summarize(errors)
-    assert ours.median_abs_error_pct <= 34.5
-    assert sum(abs(e) <= 30.0 for e in errors) >= 37
+    assert ours.median_abs_error_pct <= 31.0
+    assert sum(abs(e) <= 30.0 for e in errors) >= 38
     # MetaMathQA's full fine-tuning steps every micro-batch with torch.optim.AdamW: +88 % when
     # its step was timed as a fused one
     full = ROWS[0].throughput_error_pct

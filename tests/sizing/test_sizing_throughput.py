@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuscout.core.catalog import load_catalog
+from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import lookup
 from gpuscout.sizing.peft import trainable_params
 from gpuscout.sizing.throughput import (
@@ -272,3 +273,20 @@ def test_kbit_upcast_runs_the_pointwise_work_in_fp32_with_casts_around_each_4bit
     assert up.pointwise_s > 2 * plain.pointwise_s
     assert up.pointwise_s > plain.pointwise_s + casts
     assert up.other_launch_s > plain.other_launch_s
+
+
+def test_lora_dropout_runs_a_kernel_per_adapted_module() -> None:
+    """PEFT applies each adapted module's own dropout to its input: one kernel that reads the
+    input and writes the result and a one-byte mask, per module and pass."""
+    a100 = CAT.gpu("a100-sxm-80gb")
+    job = JobSpec(method="lora", lora_targets="qv", batch_size=4, seq_len=1024,
+                  grad_checkpointing=False)
+    plain = micro_batch(A, job, a100, "bf16")
+    dropped = micro_batch(A, job.model_copy(update={"lora_dropout": 0.05}), a100, "bf16")
+    per_pass = 4096 * 32 * 2 * 4096 * (2 * 2 + 1)  # tokens x layers x (q, v) x d_in x bytes
+    # forward, then backward reads the mask and the gradient and writes one (twice the bytes)
+    assert dropped.pointwise_s - plain.pointwise_s == pytest.approx(
+        3 * per_pass / (a100.mem_bandwidth_gbs * 1e9 * 0.8))
+    assert dropped.other_launch_s > plain.other_launch_s
+    with pytest.raises(UserInputError):
+        JobSpec(method="lora", lora_dropout=1.0)
