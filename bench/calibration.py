@@ -202,8 +202,21 @@ Two sources, read the same way as the rest (no constant changed for them):
   README's rows without checkpointing rose toward their measurements, the trainer tests' LoRA
   rows, already high, rose further (median 8.4 % → 8.8 %).
 
+- **PEFT casts each adapted module's 16-bit input to its fp32 adapter.** The memory model
+  already keeps PEFT's adapters in fp32 (`autocast_adapter_dtype`, and before it adapters made
+  as fp32 `nn.Linear`s); LoRA's forward then runs `x.to(lora_A.weight.dtype)` per module
+  (`_cast_input_dtype`), a real cast when the hidden states are 16-bit, and under autocast
+  `lora_A` casts it back for its matmul: (2 + 4) bytes per input element each way, a backward
+  of the same size, q, k and v each. Casts (these and bitsandbytes' around a 4-bit layer) are
+  now their own kind of traffic, whose backward moves as many bytes as their forward, not the
+  twice that other pointwise ops pay. The Qwen profile's tokens/s median went 10.4 % → 6.7 %;
+  MetaMathQA's all-linear LoRA (row 3, pure bf16) −2.6 % → −9.7 %. The copies `lora_A` would
+  then keep for its weight gradient are not added to memory: MetaMathQA's all-linear rows
+  without checkpointing measure 24.7 GB, which fp32 copies per module would put 30 % over, so
+  what that benchmark's adapters keep is not settled here.
+
 Together: memory median 9.5 % → 8.8 %, within ±20 % 75 % → 80 %; tokens/s median 45.7 % →
-30.7 %, within ±30 % 35 → 38 of 76.
+29.8 %, within ±30 % 35 → 38 of 76.
 
 ## The time model (previous revisions)
 

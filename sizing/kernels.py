@@ -81,6 +81,7 @@ class PassCost:
     """One forward pass over the model for one token, or its kernel counts per micro-batch."""
 
     pointwise_bytes: float  # per token, memory-bound kernels of the blocks
+    cast_bytes: float  # per token, dtype casts in the blocks (a backward of the same size)
     loss_bytes: float  # per token, the loss over the logits
     matmul_kernels: int  # per micro-batch: base linears (and their dequantization)
     other_kernels: int  # per micro-batch: everything else
@@ -115,6 +116,7 @@ class _Tally:
     """Forward pointwise bytes per token and kernels per micro-batch, summed over modules."""
 
     bytes_: float = 0.0
+    cast_bytes: float = 0.0  # dtype casts: their backward casts the gradient, as many bytes
     linear: int = 0  # base matmuls and their dequantization
     frozen: int = 0  # of those, the ones whose weight gets no gradient
     forward_only: int = 0  # of those, the ones no backward runs again
@@ -156,7 +158,7 @@ def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally,
         # bitsandbytes' Linear4bit/Linear8bitLt: x.to(compute_dtype) before the matmul and
         # out.to(x.dtype) after it, when the activations are in another dtype
         through = arch.experts_per_token if m.group == "expert" else m.count
-        t.bytes_ += through * (ab + compute_cast_bytes) * (m.d_in + m.d_out)
+        t.cast_bytes += through * (ab + compute_cast_bytes) * (m.d_in + m.d_out)
         t.other += 2 * m.count
     if autocast:
         t.linear += m.count  # autocast casts the fp32 weight to 16 bits before each matmul
@@ -172,21 +174,36 @@ def _linear(arch: Architecture, job: JobSpec, m: Linear, ab: int, t: _Tally,
                 t.forward_only += kernels
     tokens_through = arch.experts_per_token if m.group == "expert" else m.count
     if job.method in ("lora", "qlora", "dora") and is_lora_target(m, job.lora_targets):
-        # A and B matmuls, the scale and the add onto the frozen output
-        t.bytes_ += tokens_through * (2 if _fused(job) else 5) * ab * m.d_out
-        t.other += m.count * (3 if _fused(job) else 4)
-        if job.lora_dropout > 0:
-            # each module's own nn.Dropout on its input (PEFT applies it per adapted module,
-            # q, k and v each): read the input, write the result and its one-byte mask
-            t.bytes_ += tokens_through * (2 * ab + 1) * m.d_in
-            t.other += m.count
-        # PEFT casts the input to the adapter's dtype (a no-op call that still dispatches)
-        t.views += 0 if _fused(job) else m.count
-        if job.method == "dora":
-            t.other += m.count * 6  # the column norm of W + BA and the magnitude rescale
+        _lora(job, m, ab, tokens_through, t)
     elif job.method == "ia3" and m.name in ("k", "v", "qkv", "down"):
         t.bytes_ += 2 * ab * (m.d_in if m.name == "down" else m.d_out)
         t.other += 1
+
+
+def _lora(job: JobSpec, m: Linear, ab: int, through: float, t: _Tally) -> None:
+    """What one adapted module adds to the frozen one: the A and B matmuls, the scale and the
+    add, the input's cast to the adapter's dtype and its dropout."""
+    t.bytes_ += through * (2 if _fused(job) else 5) * ab * m.d_out
+    t.other += m.count * (3 if _fused(job) else 4)
+    lora_in = ab  # the element size the adapter's input arrives in
+    if not _fused(job):
+        if ab < FP32:
+            # PEFT's adapters are fp32 (autocast_adapter_dtype), and LoRA's forward casts each
+            # module's 16-bit input to them (`_cast_input_dtype`: x.to(fp32)); under autocast
+            # lora_A casts it back to 16 bits for its matmul
+            lora_in = FP32
+            casts = 2 if job.mixed_precision else 1
+            t.cast_bytes += through * casts * (ab + FP32) * m.d_in
+            t.other += m.count * casts
+        else:
+            t.views += m.count  # the cast is a no-op that still dispatches
+    if job.lora_dropout > 0:
+        # each module's own nn.Dropout on its input (PEFT applies it per adapted module, q, k
+        # and v each): read the input, write the result and its one-byte mask
+        t.bytes_ += through * (2 * lora_in + 1) * m.d_in
+        t.other += m.count
+    if job.method == "dora":
+        t.other += m.count * 6  # the column norm of W + BA and the magnitude rescale
 
 
 def _mlp(arch: Architecture, job: JobSpec, block: list[Linear], ab: int, t: _Tally) -> None:
@@ -255,6 +272,7 @@ def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = Fal
         _block_forward(arch, job, blocks[kind], ab, job.seq_len, one, autocast,
                        compute_cast_bytes)
         t.bytes_ += n * one.bytes_
+        t.cast_bytes += n * one.cast_bytes
         t.linear += n * one.linear
         t.frozen += n * one.frozen
         t.forward_only += n * one.forward_only
@@ -262,6 +280,7 @@ def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = Fal
         t.views += n * one.views
     # the embedding lookup, the final norm, the head and the loss's handful of kernels
     t.other += 1 + _norm(arch, ab, _fused(job))[1] + 1 + LOSS_KERNELS
-    return PassCost(pointwise_bytes=t.bytes_, loss_bytes=_loss_bytes(arch, job, ab),
+    return PassCost(pointwise_bytes=t.bytes_, cast_bytes=t.cast_bytes,
+                    loss_bytes=_loss_bytes(arch, job, ab),
                     matmul_kernels=t.linear, other_kernels=t.other, view_ops=t.views,
                     frozen_matmul_kernels=t.frozen, forward_only_kernels=t.forward_only)

@@ -247,7 +247,8 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     fwd = forward_pass(arch, job, FP32 if upcast else ab, autocast,
                        compute_cast_bytes=ab if upcast else 0)
     forwards = 1 + (1 if job.grad_checkpointing else 0)
-    pointwise = tokens * (fwd.pointwise_bytes * (forwards + BACKWARD_FACTOR) + fwd.loss_bytes)
+    pointwise = tokens * (fwd.pointwise_bytes * (forwards + BACKWARD_FACTOR)
+                          + fwd.cast_bytes * (forwards + 1) + fwd.loss_bytes)
     dequant = dequant_cost(job)
     if job.quant != "none":
         dequantizing = forwards + (1 if dequant.in_backward else 0)
