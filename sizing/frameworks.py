@@ -31,6 +31,9 @@ GENERIC: dict[str, Any] = {
     "checkpoint_offload": False,
     "nf4_backend": "bitsandbytes",
     "train_embeddings": False,
+    # transformers TrainingArguments: max_grad_norm = 1.0, which every HF-Trainer-based
+    # framework inherits
+    "grad_clipping": True,
 }
 _BOOL = {"true": True, "false": False}
 
@@ -75,6 +78,9 @@ def fill(framework: str, given: dict[str, Any]) -> tuple[dict[str, Any], list[st
             continue
         if setting == "checkpoint_offload" and out.get("grad_checkpointing") is False:
             out[setting] = False  # offloads checkpointed inputs: nothing to offload without
+            continue
+        if setting == "grad_clipping" and out.get("optimizer_in_backward"):
+            out[setting] = False  # each gradient is applied before any norm over all of them
             continue
         if setting in preset:
             out[setting] = preset[setting][0]

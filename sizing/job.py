@@ -115,6 +115,10 @@ class Job(BaseModel):
         default=None,
         description="step each parameter during backward and free its gradient (torchtune "
                     "optimizer_in_bwd; needs --grad-accum 1)")
+    grad_clipping: bool | None = Field(
+        default=None,
+        description="clip the gradient norm before each optimizer step (HF Trainer "
+                    "max_grad_norm=1.0: on; torchtune: off)")
     nf4_backend: Nf4Backend | None = Field(
         default=None, description="bitsandbytes|torchao NF4 kernels (default bitsandbytes)")
     train_embeddings: bool | None = Field(

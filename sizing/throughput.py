@@ -304,12 +304,17 @@ def optimizer_step_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> floa
     times, the parameter twice (its fp32 master, then copied to the 16-bit weight, if any).
     """
     state = trainable_bytes(arch, job, dtype)
+    # torch.nn.utils.clip_grad_norm_: a norm over every gradient (read once), then every
+    # gradient multiplied by the clip coefficient (read and written; applied even when it is 1,
+    # which spares a device sync)
+    clipping = 3 * state.grad if job.grad_clipping else 0.0
     if job.optimizer == "adamw-foreach":
         updated = state.master or state.weight
         copied = state.master + state.weight if state.master else 0.0
         moved = 2 * updated + copied + 7 * state.optimizer + 3 * state.grad
     else:
         moved = 2 * (state.weight + state.master + state.optimizer) + state.grad
+    moved += clipping
     return moved / (job.gpus if job.sharding in ("zero1", "zero2", "zero3", "fsdp") else 1)
 
 

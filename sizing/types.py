@@ -81,6 +81,10 @@ class JobSpec(BaseModel):
     activation_offloading: bool = False
     checkpoint_offload: bool = False
     optimizer_in_backward: bool = False
+    grad_clipping: bool = Field(
+        default=True,
+        description="clip_grad_norm_ before each optimizer step: a norm over every gradient "
+                    "and a multiply by the clip coefficient")
     compile: bool = False
     fused_kernels: bool = Field(
         default=False,
@@ -152,6 +156,10 @@ class JobSpec(BaseModel):
         if self.optimizer_in_backward and self.grad_accum > 1:
             raise UserInputError("--optimizer-in-backward frees each gradient as soon as it is "
                                  "applied: it needs --grad-accum 1 (torchtune raises the same)")
+        if self.optimizer_in_backward and self.grad_clipping:
+            raise UserInputError("--optimizer-in-backward applies each gradient as it is made, "
+                                 "before any norm over all of them: it needs "
+                                 "--no-grad-clipping (torchtune raises the same)")
         if self.checkpoint_offload and not self.grad_checkpointing:
             raise UserInputError("--checkpoint-offload offloads the checkpointed block inputs: "
                                  "it needs --grad-checkpointing")

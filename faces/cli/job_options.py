@@ -32,6 +32,7 @@ FLAGS = {
     "compile": "--compile/--no-compile",
     "fused_kernels": "--fused-kernels/--no-fused-kernels",
     "optimizer_in_backward": "--optimizer-in-backward/--no-optimizer-in-backward",
+    "grad_clipping": "--grad-clipping/--no-grad-clipping",
     "train_embeddings": "--train-embeddings/--no-train-embeddings",
     "upcast_non_quantized": "--upcast-non-quantized/--no-upcast-non-quantized",
 }

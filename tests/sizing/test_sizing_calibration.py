@@ -106,7 +106,7 @@ def test_throughput_does_not_regress() -> None:
     # MetaMathQA's full fine-tuning steps every micro-batch with torch.optim.AdamW: +88 % when
     # its step was timed as a fused one
     full = ROWS[0].throughput_error_pct
-    assert full is not None and abs(full) <= 30
+    assert full is not None and abs(full) <= 15  # +9 % with gradient clipping counted
     # MetaMathQA's prompt tuning runs 200 virtual tokens through every layer: +74 % when only
     # attention saw them
     prompt = ROWS[8].throughput_error_pct

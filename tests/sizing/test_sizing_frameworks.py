@@ -146,7 +146,8 @@ def test_optimizer_in_backward_keeps_one_gradient() -> None:
     with pytest.raises(UserInputError, match="grad-accum 1"):
         JobSpec(method="full", optimizer_in_backward=True, grad_accum=4)
     # LoRA with a trained embedding: its bf16 copy is the largest tensor, with a bf16 gradient
-    lora = JobSpec(method="lora", train_embeddings=True, optimizer_in_backward=True)
+    lora = JobSpec(method="lora", train_embeddings=True, optimizer_in_backward=True,
+                   grad_clipping=False)
     assert memory_estimate(A, lora).breakdown["gradients"] == pytest.approx(
         A.vocab_size * A.hidden_size * 2 / 1e9, abs=1e-3)
 
@@ -194,3 +195,16 @@ def test_kbit_upcast_off_halves_hidden_state_checkpoints() -> None:
     assert down < up
     assert frozen_weight_bytes(Q, _q(upcast_non_quantized=False), "bf16") < \
         frozen_weight_bytes(Q, _q(), "bf16")
+
+
+def test_grad_clipping_follows_the_framework_and_optimizer_in_backward() -> None:
+    """HF's max_grad_norm=1.0 clips by default, torchtune's recipes do not, and a job whose
+    optimizer runs in backward cannot clip (torchtune raises the same)."""
+    hf, _ = fill("hf", {})
+    assert hf["grad_clipping"] is True
+    tt, notes = fill("torchtune", {})
+    assert tt["grad_clipping"] is False and "grad_clipping=false" in notes[0]
+    inbwd, _ = fill("hf", {"optimizer_in_backward": True})
+    assert inbwd["grad_clipping"] is False
+    with pytest.raises(UserInputError, match="no-grad-clipping"):
+        JobSpec(method="full", optimizer_in_backward=True, grad_clipping=True)

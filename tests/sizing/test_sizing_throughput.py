@@ -164,7 +164,8 @@ def test_roofline_weights_floor_and_optimizer_step() -> None:
 def test_foreach_adamw_moves_more_than_fused() -> None:
     """torch.optim.AdamW's multi-tensor path: states and sqrt's buffer 7x a state's bytes, the
     gradient 3x, the parameter 2x, against the fused kernel's 2 + 2x states + 1."""
-    pure = JobSpec(method="full", mixed_precision=False, grad_checkpointing=True)
+    pure = JobSpec(method="full", mixed_precision=False, grad_checkpointing=True,
+                   grad_clipping=False)
     fused = optimizer_step_bytes(A, pure, "bf16")
     foreach = optimizer_step_bytes(A, pure.model_copy(update={"optimizer": "adamw-foreach"}),
                                    "bf16")
@@ -172,9 +173,13 @@ def test_foreach_adamw_moves_more_than_fused() -> None:
     assert fused == pytest.approx(n * (2 * (2 + 4) + 2))
     assert foreach == pytest.approx(n * (2 * 2 + 7 * 4 + 3 * 2))
     # mixed precision under ZeRO: the fp32 master updated, then copied to the 16-bit weight
-    zero = JobSpec(method="full", optimizer="adamw-foreach", gpus=2, sharding="zero2")
+    zero = JobSpec(method="full", optimizer="adamw-foreach", gpus=2, sharding="zero2",
+                   grad_clipping=False)
     assert optimizer_step_bytes(A, zero, "bf16") == pytest.approx(
         n * (2 * 4 + (4 + 2) + 7 * 8 + 3 * 2) / 2)
+    # clip_grad_norm_ reads every gradient for the norm, then reads and writes it scaled
+    clipped = pure.model_copy(update={"grad_clipping": True})
+    assert optimizer_step_bytes(A, clipped, "bf16") - fused == pytest.approx(n * 3 * 2)
 
 
 def test_scaling_depends_on_interconnect_and_sharding() -> None:
