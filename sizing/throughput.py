@@ -299,9 +299,10 @@ def optimizer_step_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> floa
     without `fused` takes the multi-tensor path (`adamw-foreach`; torch/optim/adam.py
     `_multi_tensor_adam`), one kernel per op over all tensors: `lerp_` of the first moment with
     the gradient, `mul_` and `addcmul_(grad, grad)` of the second, `sqrt` of it into a new
-    buffer, `div_` and `add_(eps)` on that buffer, `addcdiv_` into the parameter. The two states
-    and the buffer (each of a state's size) move 7 times a state's bytes in all, the gradient 3
-    times, the parameter twice (its fp32 master, then copied to the 16-bit weight, if any).
+    buffer, `div_` and `add_(eps)` on that buffer, `addcdiv_` into the parameter: the first
+    moment is moved 3 times, the second 5, the buffer (a state's size) 6, so 7 times both
+    states' bytes; the gradient 3 times; the parameter twice (its fp32 master, then copied to
+    the 16-bit weight, if any).
     """
     state = trainable_bytes(arch, job, dtype)
     # torch.nn.utils.clip_grad_norm_: a norm over every gradient (read once), then every
