@@ -88,6 +88,15 @@ CACHE_EMPTYING_SOURCES = ("method_comparison/MetaMathQA",)
 # ConstantLengthDataset concatenates the files and yields only chunks of exactly seq_length
 # tokens (read at 05f86e9).
 FIXED_LENGTH_SOURCES = ("personal-copilot.md",)
+# Rows whose eager loss runs over 16-bit logits (JobSpec.fp32_loss off): the trainer tests'
+# model wrappers compute nn.CrossEntropyLoss on the model's bf16 logits themselves, with AMP off
+# (ljm565/universal-llm-trainer src/models/llama3.py at 022f102, config amp_training: False);
+# and Qwen-1 under DeepSpeed, whose QWenLMHeadModel runs CrossEntropyLoss on lm_logits as they
+# are (modeling_qwen.py) while DeepSpeed's fp16/bf16 engine runs no autocast (QwenLM/Qwen
+# finetune_ds.sh, finetune_lora_ds.sh, and finetune_qlora_single_gpu.sh, which passes
+# --deepspeed finetune/ds_config_zero2.json, at 85cb093).
+SIXTEEN_BIT_LOSS_SOURCES = ("ljm565/universal-llm-trainer",)
+NO_LOGIT_CAST_MODEL_TYPES = ("qwen",)
 
 # ms-swift's documented defaults for rows that do not restate them (row notes).
 SWIFT_DEFAULT_BATCH, SWIFT_DEFAULT_SEQ = 1, 2048
@@ -302,6 +311,9 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
                     or any(src in r["source"]
                            for src in CACHE_EMPTYING_SOURCES + FIXED_LENGTH_SOURCES))
     seq_len = _int(r["seq_len"], seq_default)
+    deepspeed = "deepspeed" in r["sharding"].lower()
+    fp32_loss = not (any(src in r["source"] for src in SIXTEEN_BIT_LOSS_SOURCES)
+                     or (deepspeed and arch.model_type in NO_LOGIT_CAST_MODEL_TYPES))
     return JobSpec.model_validate(dict(
         method=method, lora_rank=rank, lora_targets=targets, lora_dropout=_lora_dropout(r),
         num_virtual_tokens=virtual,
@@ -314,7 +326,7 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         grad_accum=_int(r["grad_accum"], 1),
         grad_checkpointing=r["grad_checkpointing"].startswith("yes"),
         flash_attention=_flash(r["flash_attention"]),
-        train_embeddings="modules_to_save" in r["lora_targets"],
+        train_embeddings="modules_to_save" in r["lora_targets"], fp32_loss=fp32_loss,
         gpus=gpus, sharding=sharding if gpus > 1 or sharding != "none" else "none",
         offload=offload, variable_lengths=variable,
     ))

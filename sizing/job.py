@@ -115,6 +115,11 @@ class Job(BaseModel):
         default=None,
         description="step each parameter during backward and free its gradient (torchtune "
                     "optimizer_in_bwd; needs --grad-accum 1)")
+    fp32_loss: bool = Field(
+        default=True,
+        description="the eager loss over fp32 logits (autocast, or transformers' own cast); "
+                    "--no-fp32-loss: cross-entropy on the 16-bit logits (remote code under "
+                    "DeepSpeed, a pure-16-bit loop)")
     grad_clipping: bool | None = Field(
         default=None,
         description="clip the gradient norm before each optimizer step (HF Trainer "

@@ -254,9 +254,10 @@ def _loss_bytes(arch: Architecture, job: JobSpec, ab: int) -> float:
         return 2 * 2 * ab * v  # one fused kernel reads the logits chunk and writes its grad
     # logits.float(), log_softmax; backward: the NLL gradient written whole, log_softmax's
     # backward, the cast back (transformers ForCausalLMLoss; torchtune and litgpt run the same
-    # ops per chunk)
-    per_logit = (ab + FP32) + 2 * FP32 + FP32 + 3 * FP32 + (FP32 + ab)
-    return float(per_logit * v)
+    # ops per chunk). A 16-bit loss (`fp32_loss` off) runs the same ops without the casts.
+    le = FP32 if job.fp32_loss or job.loss != "eager" else ab
+    casts = 2 * (ab + le) if le != ab else 0
+    return float((casts + 6 * le) * v)
 
 
 def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = False,

@@ -85,6 +85,14 @@ LOSS_FP32_BUFFERS = 3
 # a single longer batch leaves.
 LOSS_SEGMENT_BYTES = 2 + 2 + FP32 * LOSS_FP32_BUFFERS
 
+
+def loss_element_bytes(job: JobSpec) -> int:
+    """Bytes per element of the eager loss's tokens × vocabulary buffers: fp32 when autocast
+    or the model's code casts the logits up (`fp32_loss`), else the 16-bit logits' own size
+    (Qwen-1's QWenLMHeadModel runs CrossEntropyLoss on lm_logits as they are, and DeepSpeed's
+    fp16/bf16 engine runs no autocast)."""
+    return FP32 if job.fp32_loss else DTYPE_BYTES[job.dtype]
+
 # Chunked / fused linear cross-entropy (Liger-Kernel, Hsu et al. 2024, arXiv:2410.10989) picks a
 # chunk so that chunk × vocabulary ≈ tokens × hidden, and keeps an fp32 gradient of the hidden
 # states: about tokens × hidden × (the fp32 loss buffers above + 1 fp32 gradient).
@@ -428,7 +436,7 @@ def logits_bytes(arch: Architecture, job: JobSpec) -> float:
     if job.loss == "chunked":
         chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
         return (tokens + 2 * chunk) * arch.vocab_size * FP32
-    return tokens * arch.vocab_size * FP32 * LOSS_FP32_BUFFERS
+    return tokens * arch.vocab_size * loss_element_bytes(job) * LOSS_FP32_BUFFERS
 
 
 def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
@@ -440,7 +448,8 @@ def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
     if job.loss != "eager":
         return logits_bytes(arch, job)
     s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.positions
-    return job.batch_size * s * arch.vocab_size * LOSS_SEGMENT_BYTES
+    segment = LOSS_SEGMENT_BYTES - (FP32 - loss_element_bytes(job)) * LOSS_FP32_BUFFERS
+    return job.batch_size * s * arch.vocab_size * segment
 
 
 def _fsdp_gathered_bytes(arch: Architecture, unit_b: float, root_b: float) -> float:

@@ -90,6 +90,12 @@ class JobSpec(BaseModel):
         default=False,
         description="Triton kernels for the norms, rotary embeddings, the gated MLP and LoRA "
                     "(Unsloth, Liger): each chain of pointwise ops is one kernel")
+    fp32_loss: bool = Field(
+        default=True,
+        description="the eager loss runs over fp32 logits: torch.autocast's fp32 cross_entropy "
+                    "or the model's own logits.float() (transformers' causal LMs); False: "
+                    "cross-entropy on the model's 16-bit logits, as remote modeling code without "
+                    "that cast runs under DeepSpeed's fp16/bf16 engine, or a pure-16-bit loop")
     nf4_backend: Nf4Backend = "bitsandbytes"
     train_embeddings: bool = False
     variable_lengths: bool = Field(

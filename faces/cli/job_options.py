@@ -33,6 +33,7 @@ FLAGS = {
     "fused_kernels": "--fused-kernels/--no-fused-kernels",
     "optimizer_in_backward": "--optimizer-in-backward/--no-optimizer-in-backward",
     "grad_clipping": "--grad-clipping/--no-grad-clipping",
+    "fp32_loss": "--fp32-loss/--no-fp32-loss",
     "train_embeddings": "--train-embeddings/--no-train-embeddings",
     "upcast_non_quantized": "--upcast-non-quantized/--no-upcast-non-quantized",
 }

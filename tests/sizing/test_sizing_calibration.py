@@ -33,13 +33,12 @@ def test_median_error_and_share_within_20_pct() -> None:
 
 
 def test_share_within_20_pct_does_not_regress() -> None:
-    # a floor under the current model (80.5 % of 123 rows, median 8.8 %; the goals of 90 % and
-    # 8 % are not met: see bench/CALIBRATION.md), so that a change that loses accuracy fails.
-    # The median was 8.4 % before LoRA dropout's saved copies were counted (a real cost that
-    # the trainer tests' LoRA rows, already high, pay most)
+    # a floor under the current model (86.2 % of 123 rows within ±20 %, short of the goal of
+    # 90 %; median 7.9 %, within the goal of 8 %: see bench/CALIBRATION.md), so that a change
+    # that loses accuracy fails
     ours = summarize([r.error_pct for r in MEM if r.error_pct is not None])
-    assert ours.within_20_pct >= 0.80
-    assert ours.median_abs_error_pct <= 8.9
+    assert ours.within_20_pct >= 0.86
+    assert ours.median_abs_error_pct <= 8.0
 
 
 def test_trained_embeddings_are_16_bit_copies() -> None:
@@ -80,6 +79,10 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
     pure = jobs[84]  # "bf16 (pure bf16 weights, amp off)"
     assert (pure.dtype, pure.mixed_precision) == ("bf16", False)
     assert (jobs[93].sharding, jobs[93].gpus) == ("zero2", 2)
+    # a 16-bit loss: Qwen-1's own CrossEntropyLoss under DeepSpeed (no autocast), and the
+    # trainer tests' wrappers on bf16 logits with AMP off; Qwen-1 LoRA on one GPU runs autocast
+    assert not jobs[81].fp32_loss and not jobs[93].fp32_loss and not jobs[109].fp32_loss
+    assert jobs[77].fp32_loss and jobs[1].fp32_loss
     # the LoRA dropout the notes state ("LoRA r=64 alpha=16 dropout=0.05"), else PEFT's 0
     assert (jobs[76].lora_dropout, jobs[109].lora_dropout, jobs[1].lora_dropout) == (
         0.05, 0.05, 0.0)

@@ -208,3 +208,19 @@ def test_grad_clipping_follows_the_framework_and_optimizer_in_backward() -> None
     assert inbwd["grad_clipping"] is False
     with pytest.raises(UserInputError, match="no-grad-clipping"):
         JobSpec(method="full", optimizer_in_backward=True, grad_clipping=True)
+
+
+def test_a_16_bit_loss_keeps_its_buffers_in_the_logits_dtype() -> None:
+    """Cross-entropy on bf16 logits with no autocast and no .float(): the three tokens ×
+    vocabulary buffers are 2 bytes, not 4, and the stale set shrinks by as much."""
+    fp32 = _q(loss="eager")
+    bf16 = fp32.model_copy(update={"fp32_loss": False})
+    t = 4 * 4096
+    assert logits_bytes(Q, fp32) == t * Q.vocab_size * FP32 * LOSS_FP32_BUFFERS
+    assert logits_bytes(Q, bf16) == t * Q.vocab_size * 2 * LOSS_FP32_BUFFERS
+    assert memory_estimate(Q, bf16).breakdown["logits_and_loss"] < \
+        memory_estimate(Q, fp32).breakdown["logits_and_loss"]
+    # a chunked or fused loss casts per chunk whatever the flag
+    chunked = _q(loss="chunked")
+    assert logits_bytes(Q, chunked) == logits_bytes(
+        Q, chunked.model_copy(update={"fp32_loss": False}))
