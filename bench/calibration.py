@@ -238,7 +238,14 @@ Two sources, read the same way as the rest (no constant changed for them):
   a 96 GB card's capacity (rows 123–124, measured at the device's limit) and Gemma-2 9B's FSDP
   run (row 115, −31 %: Gemma-2 soft-caps its final logits, buffers we do not count) moved out.
 
-Together: memory median 9.5 % → 7.9 %, within ±20 % 75 % → 86 %; tokens/s median 45.7 % →
+- **DeepSpeed's ZeRO-2 engine on one GPU** divides nothing, but it still allocates its
+  gradient bucket and keeps the optimizer's fp32 master copy beside 16-bit weights; the rows
+  that ran Qwen's scripts with `--deepspeed finetune/ds_config_zero2.json` on one GPU (its
+  Q-LoRA, and full fine-tuning of Qwen-1.8B) were read as unsharded mixed precision. Read as
+  ZeRO-2 over one GPU, Qwen-1.8B's GPTQ Q-LoRA at 512 tokens moved from −23.8 % to −4.2 % and
+  the Qwen profile's memory median from 6.8 % to 5.7 %, every one of its rows within ±20 %.
+
+Together: memory median 9.5 % → 7.1 %, within ±20 % 75 % → 87 %; tokens/s median 45.7 % →
 29.9 %, within ±30 % 35 → 38 of 76.
 
 ## The time model (previous revisions)

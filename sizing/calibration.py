@@ -234,12 +234,13 @@ def _lora_dropout(r: dict[str, str]) -> float:
 
 def _sharding(text: str) -> tuple[str, str]:
     """(sharding, offload) from the sharding column: "zero3...", "fsdp...", "DeepSpeed ZeRO-2
-    ...", "FSDP (size_based wrap) + CPU offload"; a ZeRO config on one GPU shards nothing."""
+    ...", "FSDP (size_based wrap) + CPU offload". DeepSpeed's ZeRO-2 engine on one GPU divides
+    nothing, but still holds its gradient bucket and the optimizer's fp32 master copy."""
     t = text.lower().replace("deepspeed ", "").replace("zero-", "zero")
     sharding = "none"
     if t.startswith("zero3"):
         sharding = "zero3"
-    elif t.startswith("zero2") and "on 1 gpu" not in t:
+    elif t.startswith("zero2") or ("deepspeed" in text.lower() and "zero2" in t):
         sharding = "zero2"
     elif t.startswith("fsdp"):
         sharding = "fsdp"
