@@ -90,6 +90,8 @@ class Architecture(BaseModel):
     shared_expert_intermediate_size: int = 0
     shared_expert_gate: bool = False
     dense_layers: int = 0  # leading layers with a dense MLP in an MoE model (DeepSeek-MoE)
+    # Gemma-2: logits / cap, tanh, × cap before the loss (config final_logit_softcapping)
+    final_logit_softcapping: float = 0.0
     published_params: int | None = None
     source: str = ""
     notes: str = ""
@@ -288,6 +290,7 @@ def _row_to_arch(r: dict[str, str]) -> Architecture:
         data[k] = _BOOL[r[k].strip().lower() or "false"]
     data["aliases"] = tuple(a.strip() for a in r["aliases"].split(";") if a.strip())
     data["published_params"] = int(r["published_params"]) if r["published_params"] else None
+    data["final_logit_softcapping"] = float(r.get("final_logit_softcapping") or 0.0)
     return Architecture(**data)
 
 
@@ -398,6 +401,7 @@ def from_hf_config(cfg: dict[str, Any], name: str = "config.json") -> Architectu
         shared_expert_intermediate_size=int(_first(cfg, "shared_expert_intermediate_size",
                                                    default=0)),
         shared_expert_gate=mt == "qwen2_moe",
+        final_logit_softcapping=float(cfg.get("final_logit_softcapping") or 0.0),
         source=f"local file {name}",
         notes="read from a local config.json; biases and norms inferred from model_type",
     )

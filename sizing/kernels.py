@@ -257,7 +257,10 @@ def _loss_bytes(arch: Architecture, job: JobSpec, ab: int) -> float:
     # ops per chunk). A 16-bit loss (`fp32_loss` off) runs the same ops without the casts.
     le = FP32 if job.fp32_loss or job.loss != "eager" else ab
     casts = 2 * (ab + le) if le != ab else 0
-    return float((casts + 6 * le) * v)
+    # final-logit soft-capping (Gemma-2): divide, tanh, multiply, each reading and writing the
+    # 16-bit logits (6 × ab), and their backward (2 + 3 + 2 reads and writes)
+    softcap = 13 * ab if arch.final_logit_softcapping else 0
+    return float((casts + 6 * le + softcap) * v)
 
 
 def forward_pass(arch: Architecture, job: JobSpec, ab: int, autocast: bool = False,

@@ -436,7 +436,15 @@ def logits_bytes(arch: Architecture, job: JobSpec) -> float:
     if job.loss == "chunked":
         chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
         return (tokens + 2 * chunk) * arch.vocab_size * FP32
-    return tokens * arch.vocab_size * loss_element_bytes(job) * LOSS_FP32_BUFFERS
+    return tokens * arch.vocab_size * (loss_element_bytes(job) * LOSS_FP32_BUFFERS
+                                       + _softcap_bytes(arch, job))
+
+
+def _softcap_bytes(arch: Architecture, job: JobSpec) -> int:
+    """Per logit, what final-logit soft-capping keeps for the eager loss's backward: Gemma-2
+    (transformers Gemma2ForCausalLM) divides the logits by the cap, takes tanh and multiplies
+    back, and tanh keeps its 16-bit output for its gradient."""
+    return DTYPE_BYTES[job.dtype] if arch.final_logit_softcapping else 0
 
 
 def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
@@ -448,7 +456,8 @@ def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
     if job.loss != "eager":
         return logits_bytes(arch, job)
     s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.positions
-    segment = LOSS_SEGMENT_BYTES - (FP32 - loss_element_bytes(job)) * LOSS_FP32_BUFFERS
+    segment = (LOSS_SEGMENT_BYTES - (FP32 - loss_element_bytes(job)) * LOSS_FP32_BUFFERS
+               + _softcap_bytes(arch, job))
     return job.batch_size * s * arch.vocab_size * segment
 
 

@@ -71,6 +71,9 @@ def _llama_config() -> dict[str, object]:
 
 def test_hf_config_reproduces_the_catalog_row() -> None:
     assert from_hf_config(_llama_config()).total_params == 8_030_261_248
+    assert from_hf_config(_llama_config()).final_logit_softcapping == 0.0
+    capped = {**_llama_config(), "model_type": "gemma2", "final_logit_softcapping": 30.0}
+    assert from_hf_config(capped).final_logit_softcapping == 30.0
 
 
 def test_config_file_is_read_offline(tmp_path: Path) -> None:

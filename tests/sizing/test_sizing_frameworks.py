@@ -224,3 +224,17 @@ def test_a_16_bit_loss_keeps_its_buffers_in_the_logits_dtype() -> None:
     chunked = _q(loss="chunked")
     assert logits_bytes(Q, chunked) == logits_bytes(
         Q, chunked.model_copy(update={"fp32_loss": False}))
+
+
+def test_gemma_2_soft_caps_its_logits_and_keeps_tanh_for_the_backward() -> None:
+    """Gemma-2's config sets final_logit_softcapping 30; the eager loss then keeps tanh's 16-bit
+    output beside its buffers, a fused loss applies the cap inside its kernel."""
+    gemma2 = lookup("google/gemma-2-9b")
+    assert gemma2.final_logit_softcapping == 30.0
+    assert lookup("google/gemma-7b").final_logit_softcapping == 0.0
+    job = JobSpec(method="lora", batch_size=1, seq_len=1024, loss="eager")
+    plain = gemma2.model_copy(update={"final_logit_softcapping": 0.0})
+    extra = logits_bytes(gemma2, job) - logits_bytes(plain, job)
+    assert extra == 1024 * gemma2.vocab_size * 2
+    fused = job.model_copy(update={"loss": "fused"})
+    assert logits_bytes(gemma2, fused) == logits_bytes(plain, fused)
