@@ -85,14 +85,6 @@ LOSS_FP32_BUFFERS = 3
 # a single longer batch leaves.
 LOSS_SEGMENT_BYTES = 2 + 2 + FP32 * LOSS_FP32_BUFFERS
 
-
-def loss_element_bytes(job: JobSpec) -> int:
-    """Bytes per element of the eager loss's tokens × vocabulary buffers: fp32 when autocast
-    or the model's code casts the logits up (`fp32_loss`), else the 16-bit logits' own size
-    (Qwen-1's QWenLMHeadModel runs CrossEntropyLoss on lm_logits as they are, and DeepSpeed's
-    fp16/bf16 engine runs no autocast)."""
-    return FP32 if job.fp32_loss else DTYPE_BYTES[job.dtype]
-
 # Chunked / fused linear cross-entropy (Liger-Kernel, Hsu et al. 2024, arXiv:2410.10989) picks a
 # chunk so that chunk × vocabulary ≈ tokens × hidden, and keeps an fp32 gradient of the hidden
 # states: about tokens × hidden × (the fp32 loss buffers above + 1 fp32 gradient).
@@ -436,8 +428,16 @@ def logits_bytes(arch: Architecture, job: JobSpec) -> float:
     if job.loss == "chunked":
         chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
         return (tokens + 2 * chunk) * arch.vocab_size * FP32
-    return tokens * arch.vocab_size * (loss_element_bytes(job) * LOSS_FP32_BUFFERS
+    return tokens * arch.vocab_size * (_loss_element_bytes(job) * LOSS_FP32_BUFFERS
                                        + _softcap_bytes(arch, job))
+
+
+def _loss_element_bytes(job: JobSpec) -> int:
+    """Bytes per element of the eager loss's tokens × vocabulary buffers: fp32 when autocast
+    or the model's code casts the logits up (`fp32_loss`), else the 16-bit logits' own size
+    (Qwen-1's QWenLMHeadModel runs CrossEntropyLoss on lm_logits as they are, and DeepSpeed's
+    fp16/bf16 engine runs no autocast)."""
+    return FP32 if job.fp32_loss else DTYPE_BYTES[job.dtype]
 
 
 def _softcap_bytes(arch: Architecture, job: JobSpec) -> int:
@@ -456,7 +456,7 @@ def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
     if job.loss != "eager":
         return logits_bytes(arch, job)
     s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.positions
-    segment = (LOSS_SEGMENT_BYTES - (FP32 - loss_element_bytes(job)) * LOSS_FP32_BUFFERS
+    segment = (LOSS_SEGMENT_BYTES - (FP32 - _loss_element_bytes(job)) * LOSS_FP32_BUFFERS
                + _softcap_bytes(arch, job))
     return job.batch_size * s * arch.vocab_size * segment
 
@@ -683,4 +683,10 @@ def _knob_notes(job: JobSpec) -> list[str]:
                    "optimizer states")
     if job.quant == "nf4" and job.nf4_backend == "torchao":
         out.append("torchao NF4Tensor base (double-quantized scales always)")
+    if job.loss == "eager" and not job.fp32_loss:
+        out.append("the eager loss runs on the 16-bit logits (no autocast, no logits.float()): "
+                   "its buffers are 16-bit")
+    if job.lora_dropout > 0 and job.method in ("lora", "qlora", "dora"):
+        out.append(f"LoRA dropout {job.lora_dropout:g}: each adapted module keeps its dropped-"
+                   "out input and a one-byte mask")
     return out
