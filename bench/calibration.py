@@ -349,7 +349,7 @@ rows are kept.
   are close now, while the methods we map to LoRA are not: LoRA-FA 1.4× fast (its optimizer
   is a Python loop of its own), LoHa 1.7× (it builds each adapted weight's full-size update on
   every pass), BOFT 4.9× (many small kernels per step); none of these is in the kernel
-  inventory. BERT-large in fp16 on a V100 is 1.5–2.2× fast (2021-era PyTorch and CPUs probably
+  inventory. BERT-large in fp16 on a V100 is 1.4–2.1× fast (2021-era PyTorch and CPUs probably
   spend more than 10 µs per op under autocast); StarCoder's FSDP rate includes evaluation and
   saving. In the Qwen profile the misses left are full fine-tuning at 256–1024 tokens
   (DeepSpeed ZeRO-2 on one or two GPUs, 1.8–3.7× fast) and the GPTQ-Int4 Q-LoRA rows at 512
