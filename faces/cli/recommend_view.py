@@ -58,7 +58,9 @@ def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
         out.print(f"- {w}", highlight=False)
     if not rec.ranked:
         out.print("[red]no offer can run this job[/red]: see --explain")
-    if explain:
+    if explain and not rec.rejected_cheaper:
+        out.print("- no offer cheaper per hour than the best was rejected", highlight=False)
+    elif explain:
         rejected = Table(title="cheaper offers that were rejected", header_style="bold")
         for col in ("provider", "offer", "$/h", "why not"):
             rejected.add_column(col, overflow="fold")
