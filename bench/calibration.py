@@ -135,7 +135,8 @@ Two sources, read the same way as the rest (no constant changed for them):
 
 - **Qwen's own profiling table** (QwenLM/Qwen README, rows 76–107; A100 80 GB, batch 1 × 8
   accumulation, every sample padded to the maximum length, FlashAttention 2, "GPU memory"
-  unstated = device): memory median 13.0 %, 62 % within ±20 %. Plain LoRA and the 16-bit rows
+  unstated = device): memory median 13.0 %, 62 % within ±20 % when they were added (now
+  5.7 %, all 32 rows). Plain LoRA and the 16-bit rows
   are within ±15 % except at 8192 tokens (+12–15 %). **LoRA with trainable embeddings and LM
   head** (`modules_to_save`, rows 78–79, 87–89, 99–100) was 23–34 % high while we kept the
   copies in fp32 with fp32 gradients and states; they are 16-bit copies now (see the next
@@ -144,14 +145,15 @@ Two sources, read the same way as the rest (no constant changed for them):
   counted so (next section) they are within −5…+11 %. Tokens/s: see the time model below.
 - **A trainer's GPU tests** (ljm565/universal-llm-trainer docs/gpu_test.md, rows 108–125;
   H100, A100, RTX PRO 6000; batch 2 × 8192 "fully filled" tokens; peak memory in GiB):
-  memory median 11.2 %, 67 % within ±20 %. Full fine-tuning and FSDP-offload rows are close
+  memory median 11.2 %, 67 % within ±20 % when they were added (now 10.6 %, 94 %). Full
+  fine-tuning and FSDP-offload rows are close
   (Llama-3.1-8B full +1.4 %, Llama-2-13B FSDP −5.6 %); LoRA over a 128k–256k vocabulary at
   16k tokens per step was 32–66 % high (Llama-3.1-8B, Gemma, Phi-3 LoRA) while we counted an
   fp32 loss: the trainer's wrappers run `nn.CrossEntropyLoss` on the bf16 logits themselves,
   with AMP off, and counted so those rows are within −5…+10 % (next section). The rows at the
   device cap (96 GB) say little.
 
-## Two facts of the frameworks' code (this revision)
+## Facts of the frameworks' code (this revision)
 
 - **modules_to_save copies keep the base model's dtype.** PEFT's ModulesToSaveWrapper
   deep-copies the module, and `_cast_adapter_dtype` (peft `tuners_utils.py`) upcasts only the
@@ -165,14 +167,15 @@ Two sources, read the same way as the rest (no constant changed for them):
 - **torch.optim.AdamW steps on its multi-tensor path unless `fused=True`** (`--optimizer
   adamw-foreach`; torch/optim/adam.py `_multi_tensor_adam`): `lerp_` of the first moment,
   `mul_` and `addcmul_` of the second, `sqrt` into a new buffer, `div_` and `add_(eps)` on it,
-  `addcdiv_` into the parameter, one kernel per op over all tensors. Counted as bytes, the two
-  states and the buffer move 7 times a state's size, the gradient 3 times, the parameter twice:
-  38 bytes per parameter in pure bf16 against the fused kernel's 14, and the step holds one
-  more state-sized buffer beside every gradient (only what the training pool cannot hold adds
-  to the peak). The HF Trainer's default became `adamw_torch_fused` with torch 2.8, so plain
-  `adamw` stays fused; the rows that name torch's AdamW or the Trainer's default of their time
-  run the foreach path, and DeepSpeed's rows its config's FusedAdam. MetaMathQA's full
-  fine-tuning (row 0), which steps after every micro-batch, moved from +88 % to +19 %.
+  `addcdiv_` into the parameter, one kernel per op over all tensors. Counted as bytes, the
+  first moment moves 3 times, the second 5, the buffer 6 (7 times both states' bytes), the
+  gradient 3 times, the parameter twice: 38 bytes per parameter in pure bf16 against the
+  fused kernel's 14, and the step holds one more state-sized buffer beside every gradient
+  (only what the training pool cannot hold adds to the peak). The HF Trainer's default became
+  `adamw_torch_fused` with torch 2.8, so plain `adamw` stays fused; the rows that name torch's
+  AdamW or the Trainer's default of their time run the foreach path, and DeepSpeed's rows its
+  config's FusedAdam. MetaMathQA's full fine-tuning (row 0), which steps after every
+  micro-batch, moved from +88 % to +19 %.
 
 - **Prompt tuning runs its virtual tokens through every layer.** PEFT concatenates the learned
   prompt to the input embeddings before the first layer (Lester et al. 2021), so every linear,
