@@ -10,6 +10,8 @@ Dtype = Literal["fp32", "fp16", "bf16"]
 Quant = Literal["none", "int8", "nf4", "gptq"]
 Optimizer = Literal["adamw", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd",
                     "adafactor"]
+# The two implementations of full-precision AdamW (fused, multi-tensor): the same states
+ADAMW: tuple[Optimizer, ...] = ("adamw", "adamw-foreach")
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]
 Framework = Literal["hf", "trl", "axolotl", "unsloth", "torchtune", "litgpt", "llama-factory",

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.choices import ADAMW
 from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.types import Estimate, JobSpec
 
@@ -103,7 +104,7 @@ def candidate_changes(job: JobSpec) -> list[tuple[str, dict[str, Any]]]:
     if job.loss == "eager":
         out.append(("a fused chunked loss (Liger / Unsloth / TRL): no full logits",
                     {"loss": "fused"}))
-    if job.optimizer in ("adamw", "adamw-foreach"):
+    if job.optimizer in ADAMW:
         out.append(("8-bit AdamW (bitsandbytes)", {"optimizer": "adamw-8bit"}))
     if job.optimizer == "adamw-foreach":
         out.append(("fused AdamW (torch fused=True, the HF Trainer's adamw_torch_fused): no "

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuscout.sizing.architectures import Architecture, Linear
+from gpuscout.sizing.choices import ADAMW
 from gpuscout.sizing.peft import copied_module_params, is_lora_target, trainable_params
 from gpuscout.sizing.types import Dtype, JobSpec, MemoryEstimate
 
@@ -141,7 +142,7 @@ class _PerParam:
 
 def _optimizer_state_bytes(job: JobSpec, state_bytes: int, factored_ratio: float) -> float:
     """Optimizer state per parameter; `state_bytes` is the dtype the states are kept in."""
-    if job.optimizer in ("adamw", "adamw-foreach"):
+    if job.optimizer in ADAMW:
         return 2 * state_bytes  # momentum and variance (Loshchilov & Hutter 2019)
     if job.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
         return ADAM8BIT_STATE_BYTES

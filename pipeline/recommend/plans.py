@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from gpuscout.core.catalog import Catalog, GpuSpec
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.choices import ADAMW
 from gpuscout.sizing.peft import trainable_params
 from gpuscout.sizing.plan import NodePlan, NodeShape, plan_node
 from gpuscout.sizing.types import JobSpec
@@ -46,7 +47,7 @@ def sizes_gb(arch: Architecture, job: JobSpec, tokens: int) -> tuple[float, floa
     """(checkpoint, final weights to download, storage during the run) in GB."""
     trainable = trainable_params(arch, job)
     state = OPTIMIZER_STATE_BYTES[job.optimizer]
-    if job.mixed_precision and job.optimizer in ("adamw", "adamw-foreach"):
+    if job.mixed_precision and job.optimizer in ADAMW:
         state += 4.0
     checkpoint = trainable * (WEIGHT_BYTES + state) / 1e9
     final = (trainable if job.is_peft else arch.total_params) * WEIGHT_BYTES / 1e9
