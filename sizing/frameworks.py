@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscout.sizing.choices import CHOICES
+from gpuscout.sizing.types import LORA_METHODS
 
 FRAMEWORKS_CSV = Path(__file__).parent / "data" / "frameworks.csv"
 
@@ -34,7 +35,15 @@ GENERIC: dict[str, Any] = {
     # transformers TrainingArguments: max_grad_norm = 1.0, which every HF-Trainer-based
     # framework inherits
     "grad_clipping": True,
+    # the adapter a LoRA job gets when neither it nor its framework names one (axolotl's
+    # schema has no default rank or targets: its users must set them)
+    "lora_rank": 16,
+    "lora_targets": "qv",
+    "lora_dropout": 0.0,
 }
+# Settings that only mean something for a LoRA-family method: a preset's value for them is
+# not worth a note on a full fine-tune.
+_LORA_SETTINGS = frozenset({"lora_rank", "lora_targets", "lora_dropout"})
 _BOOL = {"true": True, "false": False}
 
 
@@ -42,6 +51,8 @@ def _value(setting: str, text: str) -> Any:
     generic = GENERIC[setting]
     if isinstance(generic, bool):
         return _BOOL[text.strip().lower()]
+    if isinstance(generic, int | float):
+        return type(generic)(text)
     allowed = CHOICES.get(setting)
     if allowed is not None and text not in allowed:
         raise ValueError(f"frameworks.csv: {setting}={text!r} is not one of {allowed}")
@@ -73,6 +84,7 @@ def fill(framework: str, given: dict[str, Any]) -> tuple[dict[str, Any], list[st
     preset = presets()[framework]
     out = dict(given)
     applied: list[str] = []
+    assumed: list[str] = []
     for setting, generic in GENERIC.items():
         if out.get(setting) is not None:
             continue
@@ -82,13 +94,20 @@ def fill(framework: str, given: dict[str, Any]) -> tuple[dict[str, Any], list[st
         if setting == "grad_clipping" and out.get("optimizer_in_backward"):
             out[setting] = False  # each gradient is applied before any norm over all of them
             continue
+        lora = setting in _LORA_SETTINGS
         if setting in preset:
             out[setting] = preset[setting][0]
-            applied.append(f"{setting}={_fmt(out[setting])}")
+            if not lora or out.get("method") in LORA_METHODS:
+                applied.append(f"{setting}={_fmt(out[setting])}")
         else:
             out[setting] = generic
+            if lora and out.get("method") in LORA_METHODS:
+                assumed.append(f"{setting}={_fmt(generic)}")
     notes = []
     if applied:
         notes.append(f"--framework {framework} preset applied: {', '.join(applied)} (sources "
                      f"in sizing/data/frameworks.csv; explicit options override)")
+    if assumed:
+        notes.append(f"{framework} sets no default LoRA adapter: {', '.join(assumed)} "
+                     f"assumed; give --lora-rank and --lora-targets as your config sets them")
     return out, notes

@@ -52,11 +52,14 @@ class Job(BaseModel):
     method: Method = Field(
         default="lora",
         description="full|lora|qlora|dora|ia3|prefix|prompt|adapter")
-    lora_rank: int = Field(default=16, description="LoRA/DoRA rank r")
-    lora_targets: LoraTargets = Field(default="qv", description="qv|attn|all-linear")
-    lora_dropout: float = Field(
-        default=0.0,
-        description="LoRA dropout probability (PEFT default 0.0; recipes often set 0.05)")
+    lora_rank: int | None = Field(
+        default=None, description="LoRA/DoRA rank r (default: the framework's, else 16)")
+    lora_targets: LoraTargets | None = Field(
+        default=None,
+        description="qv|attn|all-linear (default: the framework's, else qv)")
+    lora_dropout: float | None = Field(
+        default=None,
+        description="LoRA dropout probability (default: the framework's, else PEFT's 0.0)")
     dtype: Dtype = Field(default="bf16", description="fp32|fp16|bf16 compute precision")
     quant: Quant = Field(
         default="none",

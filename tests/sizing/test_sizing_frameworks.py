@@ -46,11 +46,40 @@ def test_every_preset_row_is_cited_to_a_file_at_a_commit() -> None:
     assert set(presets()) == set(Job.model_fields["framework"].annotation.__args__)
 
 
-def test_hf_default_keeps_the_generic_job() -> None:
+def test_hf_default_keeps_the_generic_job_but_peft_s_adapter() -> None:
     _, spec, notes = Job(model="meta-llama/Llama-2-7b-hf").resolve()
     for setting, generic in GENERIC.items():
-        assert getattr(spec, setting) == generic
+        expected = {"lora_rank": 8}.get(setting, generic)  # PEFT's LoraConfig r
+        assert getattr(spec, setting) == expected, setting
     assert spec.loss == "eager" and not spec.chunked_loss
+    assert any("lora_rank=8, lora_targets=qv, lora_dropout=0.0" in n for n in notes)
+
+
+@pytest.mark.parametrize(("framework", "rank", "targets", "dropout"), [
+    ("hf", 8, "qv", 0.0), ("trl", 16, "qv", 0.05), ("unsloth", 16, "all-linear", 0.0),
+    ("torchtune", 8, "all-linear", 0.0), ("litgpt", 8, "qv", 0.05),
+    ("llama-factory", 8, "all-linear", 0.0), ("ms-swift", 8, "all-linear", 0.05),
+])
+def test_each_framework_brings_its_own_lora_adapter(framework: str, rank: int, targets: str,
+                                                    dropout: float) -> None:
+    _, spec, _ = Job(model="Qwen/Qwen2.5-7B", framework=framework).resolve()
+    assert (spec.lora_rank, spec.lora_targets, spec.lora_dropout) == (rank, targets, dropout)
+    # the user's own adapter wins over the preset's
+    _, spec, notes = Job(model="Qwen/Qwen2.5-7B", framework=framework, lora_rank=64,
+                         lora_targets="attn", lora_dropout=0.1).resolve()
+    assert (spec.lora_rank, spec.lora_targets, spec.lora_dropout) == (64, "attn", 0.1)
+    assert not any("lora_rank=" in n for n in notes)
+
+
+def test_a_framework_without_a_default_adapter_says_what_was_assumed() -> None:
+    _, spec, notes = Job(model="Qwen/Qwen2.5-7B", framework="axolotl").resolve()
+    assert (spec.lora_rank, spec.lora_targets) == (GENERIC["lora_rank"], GENERIC["lora_targets"])
+    assert any("axolotl sets no default LoRA adapter: lora_rank=16, lora_targets=qv" in n
+               for n in notes)
+    # a full fine-tune has no adapter to speak of
+    _, _, notes = Job(model="Qwen/Qwen2.5-7B", framework="axolotl", method="full").resolve()
+    _, _, swift = Job(model="Qwen/Qwen2.5-7B", framework="ms-swift", method="full").resolve()
+    assert not any("lora" in n for n in [*notes, *swift])
 
 
 def test_preset_fills_and_explicit_options_win() -> None:
