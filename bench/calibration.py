@@ -256,8 +256,16 @@ Two sources, read the same way as the rest (no constant changed for them):
   its LoRA (row 116) from −5.3 % to +10.0 %, its QLoRA at the 96 GB card's capacity (row 124)
   from −34.0 % to −23.7 %.
 
+- **A run that does not say whether it checkpointed did, if it could not fit without.** The
+  granite-7b FSDP and ZeRO-3 rows (74–75, HF blog "From DeepSpeed to FSDP and Back Again",
+  batch 8 × 4096 on four A100s) leave gradient checkpointing unstated; read as off, the job
+  needs 286 GB per GPU, so the run that was measured recomputed, and its forward runs twice.
+  The rule reads every row the same way (`sizing/calibration.py`, `_checkpointing_unstated`):
+  rows 74–75 moved from +52–55 % to +15–17 %; NeMo's 70B LoRA (row 73, tensor and pipeline
+  parallel, which we size as ZeRO-3) from +209 % to +116 %.
+
 Together: memory median 9.5 % → 7.2 %, within ±20 % 75 % → 88 %; tokens/s median 45.7 % →
-29.9 %, within ±30 % 35 → 38 of 76.
+26.5 %, within ±30 % 35 → 40 of 76.
 
 ## The time model (previous revisions)
 
@@ -366,10 +374,11 @@ rows are kept.
 - **The H100 rows**: the trainer tests' Llama-3.1-8B LoRA at 16k tokens per step is 2.9× fast
   on an H100 (row 109) and 2.3× fast on an A100 (row 125): measured H100/A100 1.8×, ours 2.2×,
   so most of that gap is the trainer's, not the GPU's. NeMo Automodel's LoRA of Llama-3.3-70B
-  on 8×H100 (row 73, 17.8 % MFU measured) is 3× fast in our model, and A100 rows of the same
-  kind are closer (Granite FSDP +52 %): the H100's achievable rate on these training shapes may
-  sit below its best-shape matmul figure; that is not measured here, so no constant was
-  changed for it.
+  on 8×H100 (row 73, 17.8 % MFU measured) is 2.2× fast in our model (its tensor and pipeline
+  parallelism, with the pipeline's bubble, is sized as ZeRO-3), and A100 rows of the same kind
+  are closer (Granite FSDP +15 %): the H100's achievable rate on these training shapes may sit
+  below its best-shape matmul figure; that is not measured here, so no constant was changed
+  for it.
 """
 
 

@@ -4,7 +4,8 @@ Every rule here reads a column of the measurement row and maps it the same way f
 nothing is tuned per row or per source. Settings a row does not state come from the defaults of
 the tool that produced it, named in its notes (ms-swift: batch 1, max_length 2048; the PEFT
 README scripts: inputs padded to the batch's longest tweet, ~64 tokens, targets of a few
-tokens). What the estimator predicts depends on what the row measured:
+tokens). A row that does not say whether it checkpointed did if it could not have fit its
+GPU without (the run happened). What the estimator predicts depends on what the row measured:
 
 - `allocated` (torch.cuda.max_memory_allocated): tensors only;
 - `reserved` (torch.cuda.max_memory_reserved): tensors + allocator fragmentation;
@@ -251,6 +252,10 @@ def _sharding(text: str) -> tuple[str, str]:
     return sharding, offload
 
 
+def _checkpointing_unstated(r: dict[str, str]) -> bool:
+    return not r["grad_checkpointing"].lower().startswith(("yes", "no"))
+
+
 def _flash(text: str) -> bool:
     """FlashAttention, or SDPA, which runs the flash or memory-efficient kernel for 16-bit
     inputs on these GPUs: attention memory linear in the sequence either way."""
@@ -366,9 +371,13 @@ def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
         for i, r in enumerate(csv.DictReader(f)):
             arch = lookup(model_id(r["model"]))
             modeled, exact = METHOD_MAP[method_key(r["method"])]
-            job = job_for_row(r, arch)
             gpu: GpuSpec = catalog.gpu(_gpu(r["gpu"]))
+            job = job_for_row(r, arch)
             est = estimate(arch, job, gpu)
+            if _checkpointing_unstated(r) and not est.memory.fits:
+                # the run happened on this GPU, so it fit: it must have recomputed
+                job = job.model_copy(update={"grad_checkpointing": True})
+                est = estimate(arch, job, gpu)
             metric = metric_of(r["memory_metric"])
             out.append(CalibrationRow(
                 index=i, model=r["model"], method=r["method"], modeled_method=job.method,

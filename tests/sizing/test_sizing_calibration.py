@@ -95,18 +95,18 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
 
 
 def test_throughput_does_not_regress() -> None:
-    # a floor under the current time model (median 29.8 %, 38 of 76 rows within ±30 %; the goal
+    # a floor under the current time model (median 26.5 %, 40 of 76 rows within ±30 %; the goal
     # of 15 % and 80 % is not met: see bench/CALIBRATION.md), so that a change that loses
     # accuracy fails here; the GPTQ rows of Qwen's profile pay auto-gptq's eager unpacking, the
     # MetaMathQA rows are timed at their mean length, torch.optim.AdamW steps on its foreach path
     errors = [r.throughput_error_pct for r in ROWS if r.throughput_error_pct is not None]
     assert len(errors) == 76
     ours = summarize(errors)
-    assert ours.median_abs_error_pct <= 30.0
+    assert ours.median_abs_error_pct <= 26.6
     # Qwen's profile (fp32 adapters cast each 16-bit input): median 6.7 %
     qwen = [e for r in ROWS[76:108] if (e := r.throughput_error_pct) is not None]
     assert summarize(qwen).median_abs_error_pct <= 7.0
-    assert sum(abs(e) <= 30.0 for e in errors) >= 38
+    assert sum(abs(e) <= 30.0 for e in errors) >= 40
     # MetaMathQA's full fine-tuning steps every micro-batch with torch.optim.AdamW: +88 % when
     # its step was timed as a fused one
     full = ROWS[0].throughput_error_pct
