@@ -127,3 +127,15 @@ def test_metamathqa_rows_are_timed_at_their_mean_length() -> None:
     jobs = [job_for_row(r, lookup(model_id(r["model"]))) for r in raw]
     assert {(j.seq_len, j.mean_seq_len) for j in jobs[:13]} == {(768, 210)}
     assert all(j.mean_seq_len is None for j in jobs[13:])
+
+
+def test_a_row_that_does_not_say_it_checkpointed_did_when_it_could_not_fit_without() -> None:
+    """Rows 73-75 leave gradient checkpointing unknown; granite-7b full fine-tuning at 8 × 4096
+    on four A100s needs far more than 80 GB per GPU without it, so the run recomputed."""
+    with MEASUREMENTS_CSV.open(newline="", encoding="utf-8") as f:
+        raw = list(csv.DictReader(f))
+    granite = job_for_row(raw[74], lookup(model_id(raw[74]["model"])))
+    assert not granite.grad_checkpointing  # as the row reads by itself
+    assert ROWS[74].settings.split().count("GC") == 1 and "noGC" not in ROWS[74].settings
+    # a stated "no" stays no even where the estimate is tight
+    assert "noGC" in ROWS[62].settings
