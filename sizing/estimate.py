@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import Architecture
-from gpuscout.sizing.memory import memory_estimate
+from gpuscout.sizing.memory import memory_estimate, vram_label
 from gpuscout.sizing.precision import decide
 from gpuscout.sizing.throughput import flops_per_token, time_estimate
 from gpuscout.sizing.types import Estimate, JobSpec
@@ -31,7 +31,7 @@ def estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec | None = None,
         notes.append(f"{arch.model_id}: {arch.notes}")
     if memory.fits is False and gpu is not None:
         notes.append(f"does not fit: {memory.peak_gb_per_gpu:.1f} GB needed per GPU, "
-                     f"{gpu.canonical_id} has {gpu.vram_gb:g} GB")
+                     f"{gpu.canonical_id} has {vram_label(gpu.vram_gb)}")
     return Estimate(model_id=arch.model_id, gpu_id=gpu.canonical_id if gpu else None,
                     dtype=decision.dtype, job=job, memory=memory, time=time, notes=notes,
                     flops_per_token=flops_per_token(arch, job)[0])

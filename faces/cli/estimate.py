@@ -92,11 +92,13 @@ def _print_fit(advice: FitAdvice) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from gpuscout.sizing.memory import vram_label
+
     console = Console()
     batch = advice.max_batch_size
     seq = advice.max_seq_len
-    console.print(f"on {advice.gpu_id} ({advice.vram_gb:g} GB): largest micro-batch at this "
-                  f"sequence length {batch if batch is not None else 'none (not even 1)'}; "
+    console.print(f"on {advice.gpu_id} ({vram_label(advice.vram_gb)}): largest micro-batch at "
+                  f"this sequence length {batch if batch is not None else 'none (not even 1)'}; "
                   f"longest sequence at this micro-batch "
                   f"{f'{seq:,} tokens' if seq is not None else 'none'}", highlight=False)
     table = Table(title="changes" + ("" if advice.fits else " that make the job fit"),

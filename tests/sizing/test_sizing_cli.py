@@ -92,3 +92,15 @@ def test_mean_seq_len_sets_the_clock_and_the_longest_sets_the_memory() -> None:
     assert any("mean sequence of 210 tokens" in n for n in varied_d["notes"])
     code, out, exc = run(*base, "--seq-len", "768", "--mean-seq-len", "900")
     assert code != 0 and isinstance(exc, UserInputError) and "--mean-seq-len" in str(exc)
+
+
+def test_a_job_that_does_not_fit_names_the_card_in_the_units_of_the_estimate() -> None:
+    # cards are sold in GiB and estimates printed in GB: a 25.8 GB job fits a "24GB" L4
+    code, out, _ = run("--model", "meta-llama/Llama-3.1-8B", "--method", "lora",
+                       "--gpu", "l4-24gb", "--batch-size", "4", "--seq-len", "4096",
+                       "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert not data["fits"]
+    assert any(n.startswith("does not fit:") and n.endswith("l4-24gb has 24 GiB = 25.8 GB")
+               for n in data["notes"])
