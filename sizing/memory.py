@@ -31,6 +31,7 @@ def vram_label(vram_gb: float) -> str:
     """A card's memory as sold and in the decimal GB every estimate is printed in."""
     return f"{vram_gb:g} GiB = {vram_gb * GIB / GB:.1f} GB"
 
+
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
 FP32 = 4
 
