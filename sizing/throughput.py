@@ -51,11 +51,18 @@ EAGER_LAUNCH_S = 10e-6
 KERNEL_EFFICIENCY_CSV = Path(__file__).parent / "data" / "kernel_efficiency.csv"
 # Wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide", §3.2): a GEMM's
 # output is cut into tiles, one per SM at a time; when the tiles do not fill the last wave of
-# SMs, that wave runs partly idle. Tiles of 128×128 outputs are typical of cuBLAS for 16-bit
-# inputs (same guide, §2.3). SM counts per GPU: sizing/data/gpu_sms.csv (a source per row); a GPU
-# without one is timed without the effect.
+# SMs, that wave runs partly idle. SM counts per GPU: sizing/data/gpu_sms.csv (a source per row);
+# a GPU without one is timed without the effect.
 GPU_SMS_CSV = Path(__file__).parent / "data" / "gpu_sms.csv"
-TILE = 128
+# Which tile: cuBLAS has kernels from 64×64 to 256×128 outputs, and larger tiles reuse each
+# loaded element more, so they need less bandwidth (same guide, §2.3). An a×b tile does 2·a·b
+# FLOPs per (a + b) elements it loads along k; it keeps the math units fed when that reaches the
+# GPU's datasheet FLOPs per byte of memory bandwidth. Small tiles cut the idle last wave, so the
+# smallest tile that is fed is taken (`gemm_tile`). 16-bit tensor-core GEMMs need more than even
+# 128×128 gives (A100 bf16: 153 FLOPs per byte against 64) and run on 128×128, typical of cuBLAS
+# for 16-bit inputs (§2.3); fp32 on CUDA cores needs far less (V100: 17, so 128×64; A100: 10, so
+# 64×64).
+TILES = ((64, 64), (128, 64), (128, 128))
 # FlashAttention-2's backward runs five matmuls against the forward's two (Dao 2023, Alg. 2):
 # 2.5x the forward's FLOPs; causal masking lets it skip the blocks above the diagonal.
 FLASH_BACKWARD = 2.5
@@ -135,17 +142,34 @@ def _sms() -> dict[str, int]:
         return {r["canonical_id"]: int(r["sms"]) for r in csv.DictReader(f)}
 
 
-def wave_efficiency(m: int, n: int, sms: int | None) -> float:
-    """Share of the SMs' time a GEMM with an m×n output keeps busy over its waves of tiles."""
+def gemm_tile(gpu: GpuSpec, dtype: Dtype) -> tuple[int, int]:
+    """The smallest output tile of TILES whose arithmetic intensity keeps `dtype`'s math units
+    fed from memory on `gpu`; the largest when none does."""
+    flops_per_byte = peak_tflops(gpu, dtype) * 1e12 / (
+        (gpu.mem_bandwidth_gbs or REF_BANDWIDTH_GBS) * 1e9)
+    element = DTYPE_BYTES[dtype]
+    for a, b in TILES:
+        if 2 * a * b / ((a + b) * element) >= flops_per_byte:
+            return a, b
+    return TILES[-1]
+
+
+def wave_efficiency(m: int, n: int, sms: int | None,
+                    tile: tuple[int, int] = TILES[-1]) -> float:
+    """Share of the SMs' time a GEMM with an m×n output keeps busy over its waves of tiles (a
+    rectangular tile in whichever orientation leaves less idle: cuBLAS has both)."""
     if not sms or m <= 0 or n <= 0:
         return 1.0
-    tiles = -(-m // TILE) * -(-n // TILE)
-    waves = -(-tiles // sms)
-    return tiles / (waves * sms)
+
+    def busy(a: int, b: int) -> float:
+        tiles = -(-m // a) * -(-n // b)
+        return tiles / (-(-tiles // sms) * sms)
+
+    return max(busy(*tile), busy(tile[1], tile[0]))
 
 
 def _linear_seconds(arch: Architecture, job: JobSpec, tokens: int, rate: float,
-                    sms: int | None) -> float:
+                    sms: int | None, tile: tuple[int, int]) -> float:
     """The base linears' GEMMs of one micro-batch, each at its own wave efficiency: forward
     (tokens × d_out), the input gradient (tokens × d_in), the weight gradient when the weight
     trains (d_out × d_in), and the forward again under recomputation."""
@@ -161,18 +185,19 @@ def _linear_seconds(arch: Architecture, job: JobSpec, tokens: int, rate: float,
     seconds = 0.0
     for (rows, d_in, d_out), count in shapes.items():
         flops = 2.0 * rows * d_in * d_out * count
-        seconds += forwards * flops / (rate * wave_efficiency(rows, d_out, sms))
-        seconds += flops / (rate * wave_efficiency(rows, d_in, sms))
+        seconds += forwards * flops / (rate * wave_efficiency(rows, d_out, sms, tile))
+        seconds += flops / (rate * wave_efficiency(rows, d_in, sms, tile))
         if full:
-            seconds += flops / (rate * wave_efficiency(d_out, d_in, sms))
+            seconds += flops / (rate * wave_efficiency(d_out, d_in, sms, tile))
     # the output projection, outside the checkpointed blocks: forward and backward once
     head = 2.0 * tokens * arch.hidden_size * arch.vocab_size if arch.output_projection_params \
         else 0.0
     if head:
-        seconds += head / (rate * wave_efficiency(tokens, arch.vocab_size, sms))
-        seconds += head / (rate * wave_efficiency(tokens, arch.hidden_size, sms))
+        vocab, hidden = arch.vocab_size, arch.hidden_size
+        seconds += head / (rate * wave_efficiency(tokens, vocab, sms, tile))
+        seconds += head / (rate * wave_efficiency(tokens, hidden, sms, tile))
         if full:
-            seconds += head / (rate * wave_efficiency(arch.vocab_size, arch.hidden_size, sms))
+            seconds += head / (rate * wave_efficiency(vocab, hidden, sms, tile))
     return seconds + tokens * 6 * adapter_flops_params(arch, job) / rate
 
 
@@ -263,7 +288,8 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     other_k = ((forwards + BACKWARD_FACTOR) * fwd.other_kernels
                + (forwards + 1) * fwd.view_ops)
     return MicroBatch(
-        matmul_s=_linear_seconds(arch, job, tokens, mm_rate, _sms().get(gpu.canonical_id)),
+        matmul_s=_linear_seconds(arch, job, tokens, mm_rate, _sms().get(gpu.canonical_id),
+                                  gemm_tile(gpu, dtype)),
         attention_s=tokens * attention_flops_per_token(arch, job) / attn_rate,
         pointwise_s=pointwise / bandwidth,
         matmul_launch_s=matmul_k * EAGER_LAUNCH_S,

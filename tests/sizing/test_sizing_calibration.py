@@ -95,14 +95,14 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
 
 
 def test_throughput_does_not_regress() -> None:
-    # a floor under the current time model (median 26.5 %, 40 of 76 rows within ±30 %; the goal
+    # a floor under the current time model (median 21.9 %, 40 of 76 rows within ±30 %; the goal
     # of 15 % and 80 % is not met: see bench/CALIBRATION.md), so that a change that loses
     # accuracy fails here; the GPTQ rows of Qwen's profile pay auto-gptq's eager unpacking, the
     # MetaMathQA rows are timed at their mean length, torch.optim.AdamW steps on its foreach path
     errors = [r.throughput_error_pct for r in ROWS if r.throughput_error_pct is not None]
     assert len(errors) == 76
     ours = summarize(errors)
-    assert ours.median_abs_error_pct <= 26.6
+    assert ours.median_abs_error_pct <= 22.0
     # Qwen's profile (fp32 adapters cast each 16-bit input): median 6.7 %
     qwen = [e for r in ROWS[76:108] if (e := r.throughput_error_pct) is not None]
     assert summarize(qwen).median_abs_error_pct <= 7.0
@@ -118,6 +118,10 @@ def test_throughput_does_not_regress() -> None:
     qwen_gptq = [ROWS[i] for i in (90, 91, 101, 102)]  # 7B and 14B Int4 at 512 and 2048 tokens
     assert all(r.throughput_error_pct is not None and r.throughput_error_pct < 60
                for r in qwen_gptq)
+    # BERT-large in fp32 on a V100 (512 and 2048 tokens a micro-batch): 25-28 % slow when its
+    # CUDA-core GEMMs were cut into 128×128 tiles like tensor-core ones
+    bert_fp32 = [ROWS[i].throughput_error_pct for i in (62, 63, 64, 67, 69)]
+    assert all(e is not None and abs(e) <= 12 for e in bert_fp32)
 
 
 def test_metamathqa_rows_are_timed_at_their_mean_length() -> None:

@@ -10,6 +10,7 @@ from gpuscout.sizing.architectures import lookup
 from gpuscout.sizing.peft import trainable_params
 from gpuscout.sizing.throughput import (
     flops_per_token,
+    gemm_tile,
     kernel_efficiency,
     matmul_params,
     micro_batch,
@@ -111,6 +112,30 @@ def test_wave_quantization_idles_the_last_wave() -> None:
     short = micro_batch(A, JobSpec(batch_size=1, seq_len=512), a100, "bf16")
     long = micro_batch(A, JobSpec(batch_size=1, seq_len=8192), a100, "bf16")
     assert short.matmul_s * 16 > 1.1 * long.matmul_s  # per token, the short one is slower
+
+
+def test_the_tile_is_the_smallest_that_keeps_the_math_units_fed() -> None:
+    # tensor cores need more FLOPs per byte than any tile gives: 128×128 everywhere
+    for gpu in ("a100-sxm-80gb", "h100-sxm-80gb", "l4-24gb", "v100-sxm2-16gb"):
+        assert gemm_tile(CAT.gpu(gpu), "fp16") == (128, 128)
+    # fp32 on CUDA cores: a V100 does 17 FLOPs per byte of bandwidth (128×64 gives 21), an A100
+    # 10 (64×64 gives 16), an L4 101 (more than 128×128's 32)
+    assert gemm_tile(CAT.gpu("v100-sxm2-16gb"), "fp32") == (128, 64)
+    assert gemm_tile(CAT.gpu("a100-sxm-80gb"), "fp32") == (64, 64)
+    assert gemm_tile(CAT.gpu("l4-24gb"), "fp32") == (128, 128)
+    # 512 × 1024 on 80 SMs: 4 × 8 = 32 tiles of 128×128 (40 % busy), 8 × 8 = 64 of 64×128 in
+    # the better orientation (80 %)
+    assert wave_efficiency(512, 1024, 80) == pytest.approx(32 / 80)
+    assert wave_efficiency(512, 1024, 80, (128, 64)) == pytest.approx(64 / 80)
+    v100 = CAT.gpu("v100-sxm2-16gb")
+    bert = lookup("bert-large-uncased")
+    job = JobSpec(method="full", dtype="fp32", batch_size=1, seq_len=512,
+                  grad_checkpointing=False)
+    # at full waves the GEMMs would take 6·N FLOPs per token at the achievable rate; 128×128
+    # tiles made them about twice that, 128×64 tiles less than 1.3×
+    full_waves = 512 * 6 * matmul_params(bert) / (
+        peak_tflops(v100, "fp32") * 1e12 * kernel_efficiency("matmul", v100))
+    assert full_waves < micro_batch(bert, job, v100, "fp32").matmul_s < 1.3 * full_waves
 
 
 def test_attention_grows_with_sequence_and_eager_costs_more() -> None:
