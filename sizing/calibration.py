@@ -91,11 +91,13 @@ CACHE_EMPTYING_SOURCES = ("method_comparison/MetaMathQA",)
 FIXED_LENGTH_SOURCES = ("personal-copilot.md",)
 # Rows whose eager loss runs over 16-bit logits (JobSpec.fp32_loss off): the trainer tests'
 # model wrappers compute nn.CrossEntropyLoss on the model's bf16 logits themselves, with AMP off
-# (ljm565/universal-llm-trainer src/models/llama3.py at 022f102, config amp_training: False);
-# and Qwen-1 under DeepSpeed, whose QWenLMHeadModel runs CrossEntropyLoss on lm_logits as they
-# are (modeling_qwen.py) while DeepSpeed's fp16/bf16 engine runs no autocast (QwenLM/Qwen
-# finetune_ds.sh, finetune_lora_ds.sh, and finetune_qlora_single_gpu.sh, which passes
-# --deepspeed finetune/ds_config_zero2.json, at 85cb093).
+# (ljm565/universal-llm-trainer src/models/llama3.py at 022f102, config amp_training: False),
+# except for a 4-bit base: `bit: 4` loads the model with `dtype=torch.float32` (the same
+# wrappers at aefdc4a, line 31), so the embeddings, norms and LM head are fp32 and the logits
+# come out fp32; and Qwen-1 under DeepSpeed, whose QWenLMHeadModel runs CrossEntropyLoss on
+# lm_logits as they are (modeling_qwen.py) while DeepSpeed's fp16/bf16 engine runs no
+# autocast (QwenLM/Qwen finetune_ds.sh, finetune_lora_ds.sh, and finetune_qlora_single_gpu.sh,
+# which passes --deepspeed finetune/ds_config_zero2.json, at 85cb093).
 SIXTEEN_BIT_LOSS_SOURCES = ("ljm565/universal-llm-trainer",)
 NO_LOGIT_CAST_MODEL_TYPES = ("qwen",)
 
@@ -318,7 +320,9 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
                            for src in CACHE_EMPTYING_SOURCES + FIXED_LENGTH_SOURCES))
     seq_len = _int(r["seq_len"], seq_default)
     deepspeed = "deepspeed" in r["sharding"].lower()
-    fp32_loss = not (any(src in r["source"] for src in SIXTEEN_BIT_LOSS_SOURCES)
+    sixteen_bit_logits = quant == "none" and any(src in r["source"]
+                                                 for src in SIXTEEN_BIT_LOSS_SOURCES)
+    fp32_loss = not (sixteen_bit_logits
                      or (deepspeed and arch.model_type in NO_LOGIT_CAST_MODEL_TYPES))
     return JobSpec.model_validate(dict(
         method=method, lora_rank=rank, lora_targets=targets, lora_dropout=_lora_dropout(r),

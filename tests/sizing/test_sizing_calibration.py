@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 
+from gpuscout.core.catalog import load_catalog
 from gpuscout.sizing.architectures import lookup
 from gpuscout.sizing.calibration import (
     MEASUREMENTS_CSV,
@@ -12,6 +13,7 @@ from gpuscout.sizing.calibration import (
     model_id,
     summarize,
 )
+from gpuscout.sizing.estimate import estimate
 
 ROWS = calibrate()
 MEM = [r for r in ROWS if r.error_pct is not None]
@@ -33,12 +35,12 @@ def test_median_error_and_share_within_20_pct() -> None:
 
 
 def test_share_within_20_pct_does_not_regress() -> None:
-    # a floor under the current model (87.8 % of 123 rows within ±20 %, short of the goal of
-    # 90 %; median 7.2 %, within the goal of 8 %: see bench/CALIBRATION.md), so that a change
+    # a floor under the current model (88.6 % of 123 rows within ±20 %, short of the goal of
+    # 90 %; median 7.8 %, within the goal of 8 %: see bench/CALIBRATION.md), so that a change
     # that loses accuracy fails
     ours = summarize([r.error_pct for r in MEM if r.error_pct is not None])
-    assert ours.within_20_pct >= 0.878
-    assert ours.median_abs_error_pct <= 7.3
+    assert ours.within_20_pct >= 0.886
+    assert ours.median_abs_error_pct <= 7.9
 
 
 def test_trained_embeddings_are_16_bit_copies() -> None:
@@ -84,6 +86,8 @@ def test_rows_of_the_qwen_profile_and_the_trainer_tests_read_as_stated() -> None
     # trainer tests' wrappers on bf16 logits with AMP off; Qwen-1 LoRA on one GPU runs autocast
     assert not jobs[81].fp32_loss and not jobs[93].fp32_loss and not jobs[109].fp32_loss
     assert jobs[77].fp32_loss and jobs[1].fp32_loss
+    # the trainer loads a 4-bit base with dtype=torch.float32: its head returns fp32 logits
+    assert all(jobs[i].fp32_loss for i in (110, 114, 119, 122, 124))
     # the LoRA dropout the notes state ("LoRA r=64 alpha=16 dropout=0.05"), else PEFT's 0
     assert (jobs[76].lora_dropout, jobs[109].lora_dropout, jobs[1].lora_dropout) == (
         0.05, 0.05, 0.0)
@@ -143,3 +147,16 @@ def test_a_row_that_does_not_say_it_checkpointed_did_when_it_could_not_fit_witho
     assert ROWS[74].settings.split().count("GC") == 1 and "noGC" not in ROWS[74].settings
     # a stated "no" stays no even where the estimate is tight
     assert "noGC" in ROWS[62].settings
+
+
+def test_the_trainer_tests_gemma_2_qlora_does_not_fit_an_h100_as_reported() -> None:
+    """Its docs/gpu_test.md reports Gemma-2 9B QLoRA (2 × 8192 tokens) out of memory on an
+    80 GB H100 and at 89 GiB on a 96 GB card; with its fp32 logits the same job is over the
+    H100 (it fit at 73 GB while they were read as bf16)."""
+    with MEASUREMENTS_CSV.open(newline="", encoding="utf-8") as f:
+        raw = list(csv.DictReader(f))
+    arch = lookup(model_id(raw[124]["model"]))
+    job = job_for_row(raw[124], arch)
+    catalog = load_catalog()
+    assert not estimate(arch, job, catalog.gpu("h100-sxm-80gb")).memory.fits
+    assert estimate(arch, job, catalog.gpu("rtx-pro-6000-96gb")).memory.fits
