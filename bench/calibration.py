@@ -155,6 +155,16 @@ Two sources, read the same way as the rest (no constant changed for them):
 
 ## Facts of the frameworks' code (this revision)
 
+- **A GPTQ base holds the recomputed block's fp16 weights.** auto-gptq's trainable
+  `QuantLinear` (qlinear_cuda_old.py at 179776b) unpacks its int4 weight in eager tensor ops and
+  multiplies with `torch.matmul(x.half(), weight)`; autograd keeps that fp16 weight for the
+  input's gradient, so every linear of the block being recomputed holds its 16-bit weight until
+  its backward (every block's, without recomputation), while the next matrix is unpacked through
+  an int32 tensor of one element per weight. We counted one 16-bit matrix, as for bitsandbytes,
+  which dequantizes again in backward. ms-swift's Qwen-7B GPTQ LoRA (row 26) −20.4 % → −17.5 %,
+  Qwen-72B −5.9 % → −1.6 %; the Qwen profile's GPTQ rows stay within −2…+19 %. Memory within
+  ±20 %: 109 → 110 of 123 rows.
+
 - **The trainer tests' 4-bit runs have fp32 logits.** Their model wrappers load the model with
   `dtype=torch.float32` whenever `bit` is a number (`bit: 4` in the QLoRA configs;
   src/models/llama3.py, gemma.py, gemma2.py, llama2.py, phi3.py at aefdc4a, line 31), so the

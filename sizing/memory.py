@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gpuscout.sizing.architectures import Architecture, Linear
 from gpuscout.sizing.choices import ADAMW
+from gpuscout.sizing.kernels import dequant_cost
 from gpuscout.sizing.peft import copied_module_params, is_lora_target, trainable_params
 from gpuscout.sizing.types import Dtype, JobSpec, MemoryEstimate
 
@@ -47,6 +48,8 @@ INT8_BYTES = 1.0
 # 4-bit zero point (quantize_config group_size 128, the default of both AutoGPTQ and AutoAWQ).
 GPTQ_GROUP = 128
 GPTQ_BYTES = 0.5 + (2 + 0.5) / GPTQ_GROUP
+# auto-gptq's eager unpacking shifts the packed int32 words into one int32 per weight
+GPTQ_UNPACK_BYTES = 4
 
 # bitsandbytes 8-bit optimizers: two 8-bit states plus one fp32 absmax per 2048-value block
 # (Dettmers et al. 2021, "8-bit Optimizers via Block-wise Quantization").
@@ -468,6 +471,27 @@ def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
     return job.batch_size * s * arch.vocab_size * segment
 
 
+def dequant_buffer_bytes(arch: Architecture, job: JobSpec, b: int) -> float:
+    """The 16-bit weights a quantized base makes on the fly and holds at the peak.
+
+    bitsandbytes (NF4, LLM.int8) and torchao dequantize one matrix at a time and again in the
+    backward pass (kernels.dequant_cost `in_backward`): one matrix. auto-gptq's trainable
+    `QuantLinear` (qlinear_cuda_old.py at 179776b) unpacks in eager tensor ops and multiplies
+    with `torch.matmul(x.half(), weight)`, and autograd keeps that fp16 weight for the input's
+    gradient: every linear of the recomputed block holds its 16-bit weight until its backward
+    (every block, without recomputation), while the next matrix is being unpacked through an
+    int32 tensor of one element per weight (`bitwise_right_shift` of the broadcast words).
+    """
+    if job.quant == "none":
+        return 0.0
+    biggest = max(m.d_in * m.d_out for blk in arch.blocks() for m in blk)
+    if dequant_cost(job).in_backward:
+        return biggest * b
+    per_block = [sum(m.d_in * m.d_out * m.count for m in blk) for blk in arch.blocks()]
+    held = max(per_block) if job.grad_checkpointing else sum(per_block)
+    return held * b + biggest * GPTQ_UNPACK_BYTES
+
+
 def _fsdp_gathered_bytes(arch: Architecture, unit_b: float, root_b: float) -> float:
     """Unsharded FSDP parameters at the peak: the running decoder-layer unit and the prefetched
     next one (GATHERED_BLOCKS), plus the root unit. With the layers wrapped, the root holds what
@@ -578,13 +602,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         # and saved by the matmul for the backward pass (torch.autocast caches casts only of
         # trainable leaves, so the frozen head is re-cast and held each step).
         terms["autocast_copy"] += arch.output_projection_params * b
-    if job.quant != "none":
-        # bitsandbytes (and the GPTQ/AWQ kernels for many tokens) dequantize one weight
-        # matrix at a time to the compute dtype.
-        biggest = max(m.d_in * m.d_out for blk in arch.blocks() for m in blk)
-        terms["dequant_buffer"] = biggest * b
-    else:
-        terms["dequant_buffer"] = 0.0
+    terms["dequant_buffer"] = dequant_buffer_bytes(arch, job, b)
 
     step = _foreach_step_bytes(terms, all_gradients, job, state.optimizer / 2 / div_opt)
     allocated = sum(terms.values())

@@ -225,3 +225,20 @@ def test_reserve_context_and_device_cap() -> None:
     assert var.breakdown["allocator_reserve"] == pytest.approx(0, abs=2e-3)
     assert var.fits is True
     assert memory_estimate(A, full(), vram_gb=24).fits is False
+
+
+def test_a_gptq_base_holds_the_recomputed_blocks_fp16_weights() -> None:
+    """auto-gptq's trainable layer multiplies with its unpacked fp16 weight, which autograd
+    keeps for the input's gradient: the recomputed block's seven matrices (every block without
+    recomputation), plus the int32 unpacking of one matrix. bitsandbytes NF4 dequantizes one
+    matrix at a time and again in backward."""
+    block = 4 * H * H + 3 * H * F
+    gptq = JobSpec(method="qlora", quant="gptq", dtype="fp16", lora_rank=8)
+    est = memory_estimate(A, gptq)
+    assert est.breakdown["dequant_buffer"] == pytest.approx(
+        gb(block * 2 + H * F * 4), abs=1e-3)
+    no_gc = memory_estimate(A, gptq.model_copy(update={"grad_checkpointing": False}))
+    assert no_gc.breakdown["dequant_buffer"] == pytest.approx(
+        gb(L * block * 2 + H * F * 4), abs=1e-3)
+    nf4 = memory_estimate(A, JobSpec(method="qlora", lora_rank=8))
+    assert nf4.breakdown["dequant_buffer"] == pytest.approx(gb(H * F * 2), abs=1e-3)
