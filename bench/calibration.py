@@ -136,7 +136,7 @@ Two sources, read the same way as the rest (no constant changed for them):
 - **Qwen's own profiling table** (QwenLM/Qwen README, rows 76–107; A100 80 GB, batch 1 × 8
   accumulation, every sample padded to the maximum length, FlashAttention 2, "GPU memory"
   unstated = device): memory median 13.0 %, 62 % within ±20 % when they were added (now
-  5.7 %, all 32 rows). Plain LoRA and the 16-bit rows
+  6.4 %, all 32 rows). Plain LoRA and the 16-bit rows
   are within ±15 % except at 8192 tokens (+12–15 %). **LoRA with trainable embeddings and LM
   head** (`modules_to_save`, rows 78–79, 87–89, 99–100) was 23–34 % high while we kept the
   copies in fp32 with fp32 gradients and states; they are 16-bit copies now (see the next
