@@ -35,6 +35,20 @@ if TYPE_CHECKING:  # the model modules load data; keep them off the CLI's start-
     from gpuscout.sizing.types import JobSpec
 
 
+# Trainers that run the transformers model as loaded (attn_implementation defaults to "sdpa")
+# and pad each batch unless told to pack (TrainingArguments' collators; TRL SFTConfig packing
+# and padding_free default False). A batch with padding hands SDPA a mask, and PyTorch's flash
+# backend takes no mask: its memory-efficient kernel then computes the whole padded square,
+# with no causal blocks skipped. The time model counts causal FlashAttention, so it says so.
+SDPA_PADDING_FRAMEWORKS = ("hf", "trl")
+PADDED_SDPA_NOTE = (
+    "padded batches: with a padding mask, transformers' default SDPA attention cannot use "
+    "PyTorch's flash kernel and usually runs the memory-efficient one over the whole padded "
+    "square, with no causal blocks skipped, while this time counts causal FlashAttention. "
+    "Pack the data (--packed) or load the model with attn_implementation='flash_attention_2' "
+    "to get it")
+
+
 class Job(BaseModel):
     """One fine-tuning job: exactly one of `model`, `config` or `params`, and its options."""
 
@@ -168,6 +182,9 @@ class Job(BaseModel):
             fields["loss"] = "fused" if self.chunked_loss else "eager"
         fields, notes = fill(self.framework, fields)
         spec = JobSpec(**fields, variable_lengths=not self.packed)
+        if (self.framework in SDPA_PADDING_FRAMEWORKS and spec.variable_lengths
+                and spec.batch_size > 1 and spec.flash_attention and arch.arch == "decoder"):
+            notes.append(PADDED_SDPA_NOTE)
         return arch, spec, [*warnings, *notes]
 
     def architecture(self) -> tuple[Architecture, list[str]]:

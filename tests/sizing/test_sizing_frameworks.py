@@ -267,3 +267,19 @@ def test_gemma_2_soft_caps_its_logits_and_keeps_tanh_for_the_backward() -> None:
     assert extra == 1024 * gemma2.vocab_size * 2
     fused = job.model_copy(update={"loss": "fused"})
     assert logits_bytes(gemma2, fused) == logits_bytes(plain, fused)
+
+
+def test_padded_batches_under_transformers_sdpa_are_named() -> None:
+    """HF and TRL pad each batch unless told to pack: SDPA then gets a mask and leaves its flash
+    kernel; the estimate, which counts causal FlashAttention, says so. Not for one sample per
+    batch, packed data, eager attention, or frameworks with attention of their own."""
+    def noted(**kw: object) -> bool:
+        _, _, notes = Job(model="meta-llama/Llama-2-7b-hf", **kw).resolve()  # type: ignore[arg-type]
+        return any(n.startswith("padded batches") for n in notes)
+
+    assert noted(batch_size=4) and noted(batch_size=2, framework="trl")
+    assert not noted(batch_size=1)
+    assert not noted(batch_size=4, packed=True)
+    assert not noted(batch_size=4, flash_attention=False)
+    assert not noted(batch_size=4, framework="torchtune")
+    assert not noted(batch_size=4, framework="unsloth")
