@@ -298,8 +298,9 @@ A micro-batch is now a roofline over four kinds of work, none of them fitted to 
   efficiency (output tiles over the GPU's SMs, `sizing/data/gpu_sms.csv`: a GEMM whose last
   wave of tiles leaves SMs idle runs slower, which short micro-batches pay). The tile is the
   smallest of 64×64, 128×64 and 128×128 whose FLOPs per loaded byte reach the GPU's datasheet
-  FLOPs per byte of bandwidth: 128×128 for every 16-bit tensor-core GEMM, smaller for fp32 on
-  CUDA cores (128×64 on a V100, 64×64 on an A100). With 128×128 tiles for fp32 too, BERT-large
+  FLOPs per byte of bandwidth: 128×128 for 16-bit tensor-core GEMMs (128×64 on the H20, whose
+  tensor cores are cut down), smaller for fp32 on CUDA cores (128×64 on a V100, 64×64 on an
+  A100). With 128×128 tiles for fp32 too, BERT-large
   in fp32 on a V100 was 25–28 % slow at 512 tokens a micro-batch; it is now within 10 % at
   512 and 2048 (rows 62–64, 67, 69), and the tokens/s median of all rows went 26.5 % → 21.9 %;
 - attention's FLOPs at FlashAttention-2's achieved rate (60 % on Ampere, 35 % on Hopper, from

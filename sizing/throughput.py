@@ -60,8 +60,8 @@ GPU_SMS_CSV = Path(__file__).parent / "data" / "gpu_sms.csv"
 # GPU's datasheet FLOPs per byte of memory bandwidth. Small tiles cut the idle last wave, so the
 # smallest tile that is fed is taken (`gemm_tile`). 16-bit tensor-core GEMMs need more than even
 # 128×128 gives (A100 bf16: 153 FLOPs per byte against 64) and run on 128×128, typical of cuBLAS
-# for 16-bit inputs (§2.3); fp32 on CUDA cores needs far less (V100: 17, so 128×64; A100: 10, so
-# 64×64).
+# for 16-bit inputs (§2.3), except on the H20, whose cut-down tensor cores need 37 (128×64);
+# fp32 on CUDA cores needs far less (V100: 17, so 128×64; A100: 10, so 64×64).
 TILES = ((64, 64), (128, 64), (128, 128))
 # FlashAttention-2's backward runs five matmuls against the forward's two (Dao 2023, Alg. 2):
 # 2.5x the forward's FLOPs; causal masking lets it skip the blocks above the diagonal.
