@@ -27,12 +27,12 @@ import shutil
 import uuid
 import weakref
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import BinaryIO
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from gpuscout.adapters.redaction import redact_url
 from gpuscout.core.errors import FetchError
@@ -51,6 +51,10 @@ STREAM_CHUNK = 1 << 20
 # Archived bodies above this size are replayed as a stream, their sha256 checked at the end.
 REPLAY_STREAM_MIN_BYTES = 8 << 20
 PART_SUFFIX = ".part"
+# A recorded response comes from the past; a recorder whose clock ran a little ahead is
+# tolerated. Anything later is refused: a capture "from 9999" would make every real refresh
+# after it look out of order and lock its provider out.
+MAX_CLOCK_SKEW = timedelta(days=1)
 
 
 def sha256(data: bytes) -> str:
@@ -91,6 +95,23 @@ class ArchiveEntry(BaseModel):
     fetched_at: datetime
     note: str | None = Field(default=None,
                              description="provenance remark for bundled snapshots")
+
+    @field_validator("file")
+    @classmethod
+    def _inside_the_archive(cls, v: str) -> str:
+        """A body is a file of the provider's own folder, named plainly: never a path."""
+        if not v or v in (".", "..") or Path(v).name != v or "\\" in v:
+            raise ValueError(f"{v!r} is not a file name inside the archive folder")
+        return v
+
+    @field_validator("fetched_at")
+    @classmethod
+    def _in_the_past(cls, v: datetime) -> datetime:
+        if v.tzinfo is None:
+            raise ValueError("fetched_at must carry its time zone")
+        if v > datetime.now(UTC) + MAX_CLOCK_SKEW:
+            raise ValueError(f"fetched_at {v.isoformat()} is in the future")
+        return v
 
 
 class Capture(BaseModel):
@@ -171,10 +192,27 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def read_manifest(provider_dir: Path) -> list[ArchiveEntry]:
+    """A provider folder's manifest, every entry validated; a manifest that is not one (cut
+    short, a body outside the folder, a capture from the future) is a FetchError naming it."""
     path = provider_dir / MANIFEST
     if not path.exists():
         return []
-    return [ArchiveEntry.model_validate(e) for e in json.loads(path.read_text("utf-8"))]
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+        if not isinstance(raw, list):
+            raise ValueError("not a list of entries")
+        return [ArchiveEntry.model_validate(e) for e in raw]
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSON and pydantic errors too
+        raise FetchError(f"archive manifest {path} is unusable: {_why(exc)}",
+                         provider=provider_dir.name, transient=False) from exc
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"entry field {where}: {first['msg']}"
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class ArchiveWriter:
@@ -247,13 +285,24 @@ class ReplayTransport(httpx.BaseTransport):
         self.root = root
         self.secrets = (*secrets, REPLAY_PLACEHOLDER)
         self._index: dict[tuple[str, str, str | None], tuple[Path, ArchiveEntry]] = {}
+        # Provider folders whose manifest is unusable: that provider fails, the others replay.
+        self._broken: dict[str, FetchError] = {}
         if not root.is_dir():
             raise FetchError(f"replay archive {root} does not exist", provider="replay",
                              transient=False)
         for pdir in sorted(p for p in root.iterdir() if p.is_dir()):
-            for e in sorted(read_manifest(pdir), key=lambda e: e.fetched_at):
+            try:
+                entries = read_manifest(pdir)
+            except FetchError as exc:
+                self._broken[pdir.name] = exc
+                continue
+            for e in sorted(entries, key=lambda e: e.fetched_at):
                 url = redact_url(e.url, self.secrets)
                 self._index[(e.method, url, e.request_sha256)] = (pdir, e)
+
+    def manifest_problem(self, provider: str) -> FetchError | None:
+        """Why the provider's recordings cannot be replayed (its manifest), if they cannot."""
+        return self._broken.get(provider)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = redact_url(str(request.url), self.secrets)
@@ -265,6 +314,9 @@ class ReplayTransport(httpx.BaseTransport):
                              f"{self.root}", provider="replay", url=url, transient=False)
         pdir, entry = hit
         path = pdir / entry.file
+        if path.is_symlink() or not path.is_file():
+            raise FetchError(f"archived body {entry.file} is not a file of the archive folder",
+                             provider=pdir.name, url=url, transient=False)
         extensions = {FETCHED_AT_EXTENSION: entry.fetched_at.isoformat(),
                       ARCHIVE_PATH_EXTENSION: str(path)}
         if path.stat().st_size >= REPLAY_STREAM_MIN_BYTES:

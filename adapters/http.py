@@ -104,6 +104,10 @@ class HttpClient:
                  recorder: ArchiveWriter | None = None, secrets: tuple[str, ...] = (),
                  timeout: httpx.Timeout = DEFAULT_TIMEOUT, max_attempts: int = MAX_ATTEMPTS,
                  sleep: Callable[[float], None] = time.sleep) -> None:
+        # A replay whose recordings of this provider are unusable fails this provider alone.
+        problem = getattr(transport, "manifest_problem", None)
+        if callable(problem) and isinstance(broken := problem(provider), FetchError):
+            raise broken
         self.provider = provider
         self.recorder = recorder
         self.secrets = tuple(s for s in secrets if s)

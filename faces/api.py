@@ -154,12 +154,13 @@ def estimate(job: Job | None = None, *, gpu: str | None = None, tokens: float | 
              **options: Any) -> Estimate:
     """Peak memory per GPU with a breakdown, and with `gpu` the tokens/s and (with `tokens`)
     the hours of one job. `options` are `Job`'s fields: model=..., method=..., ..."""
+    from gpuscout.pipeline.recommend.request import MAX_TOKENS
     from gpuscout.sizing.estimate import estimate as run_estimate
 
     arch, spec, warnings = _job(job, options).resolve()
     gpu_spec = _gpu(gpu) if gpu else None
-    if tokens is not None and tokens < 1:
-        raise UserInputError(f"--tokens must be at least 1, got {tokens:g}")
+    if tokens is not None and not 1 <= tokens <= MAX_TOKENS:  # NaN fails both comparisons
+        raise UserInputError(f"--tokens must be between 1 and {MAX_TOKENS:.0e}, got {tokens:g}")
     if tokens is not None and gpu_spec is None:
         warnings.append("--tokens needs --gpu to turn into hours")
     est = run_estimate(arch, spec, gpu_spec, int(tokens) if tokens else None)
@@ -231,7 +232,9 @@ def sql(query: str, *, db: Path | str | None = None, allow_files: bool = False) 
     from gpuscout.warehouse.connection import connect
     from gpuscout.warehouse.queries import run_sql
 
-    with connect(_db(db), read_only=True) as con:
+    if not isinstance(query, str):
+        raise UserInputError(f"sql() takes the query as a string, not {type(query).__name__}")
+    with connect(_db(db), read_only=True, allow_files=allow_files) as con:
         return run_sql(con, query, allow_files=allow_files)
 
 
@@ -239,9 +242,10 @@ def export(views: Sequence[str] | None = None, *, db: Path | str | None = None,
            to: Path | str = "export", format: ExportFormat = "parquet") -> list[Path]:
     """Write `views` (all of them when None) to `<to>/<view>.<format>`; returns the files."""
     from gpuscout.warehouse.connection import connect
-    from gpuscout.warehouse.export import export_views
+    from gpuscout.warehouse.export import export_folder, export_views
     from gpuscout.warehouse.export import views as all_views
 
-    with connect(_db(db), read_only=True) as con:
+    folder = export_folder(to, format)
+    with connect(_db(db), read_only=True, write_to=folder) as con:
         names = list(views) if views is not None else all_views(con)
-        return export_views(con, names, Path(to), format)
+        return export_views(con, names, folder, format)

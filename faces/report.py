@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import math
 import os
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -487,12 +488,19 @@ def build_report(data: ReportData) -> str:
 
 
 def write_report(page: str, out_dir: Path) -> Path:
-    """Write `out_dir/index.html` atomically, so a published path is never half a page."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write `out_dir/index.html` atomically, so a published path is never half a page; a
+    folder that cannot take it (missing parent, read-only, full) is one line, no temp file
+    left behind."""
     target = out_dir / "index.html"
     tmp = out_dir / f".index.html.{os.getpid()}.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(target)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(page, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise DataError(f"cannot write the report to {target}: {exc.strerror or exc}") from exc
     return target
 
 

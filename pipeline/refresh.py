@@ -55,7 +55,7 @@ from gpuscout.pipeline.quality import (
 from gpuscout.pipeline.recommend.facts import store_facts
 from gpuscout.pipeline.settings import Settings, credentials
 from gpuscout.warehouse.arrow import offers_to_table
-from gpuscout.warehouse.connection import connect, writer_lock
+from gpuscout.warehouse.connection import connect, preflight, writer_lock
 from gpuscout.warehouse.load import (
     RunRecord,
     RunStatus,
@@ -252,6 +252,7 @@ def refresh(providers: Sequence[str] | None, *, db: Path | str, source: Source,
     # One writer at a time, refused at once: a second refresh must not fetch everything only
     # to find the warehouse taken. Readers are never blocked (see gpuscout.warehouse.connection).
     with writer_lock(db):
+        preflight(db)  # a warehouse this run could not publish fails before any fetch
         fx_table: FxTable | None = None
         if fx is not None:
             fx_outcome = FxOutcome(as_of=None, usd_per_unit=dict(fx), origin="given")
@@ -381,6 +382,8 @@ def load(con: duckdb.DuckDBPyConnection, c: Collected, *, run_id: str, mode: str
     band = gate_prices(c.offers, gpu_price_medians(con), stored, settings, absurd=absurd)
     refusal = band.refusal or refresh_refusal(len(band.offers),
                                               last_good_count(con, c.provider), settings)
+    if refusal and not band.offers and c.rejects:  # say why, not only that nothing is left
+        refusal += f": every row was held back ({reason_kinds(c.rejects)})"
     if refusal:
         # The refused offers are kept for review; the stored offers stay as they were.
         held = [Reject(provider=c.provider, offer_key=o.offer_key, reason=f"refused: {refusal}",

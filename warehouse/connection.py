@@ -3,8 +3,9 @@
 DuckDB lets one process hold a database file for writing, and a read-only open fails while a
 writer holds it. So no writer ever opens the published file:
 
-- `connect(path, read_only=True)` opens the published file read-only. Any number of readers, in
-  any number of processes, at any time, including while a refresh writes.
+- `connect(path, read_only=True)` opens the published file read-only, in a private DuckDB
+  instance with file access off (warehouse/reader.py). Any number of readers, in any number
+  of processes, at any time, including while a refresh writes.
 - `connect(path)` is a write session. It takes the writer lock `<path>.lock` (an exclusive
   `flock`; a second writer is refused with `WarehouseBusyError` rather than overwriting the first
   one's work), copies the published file to `<path>.next`, migrates the copy and yields it. When
@@ -19,7 +20,8 @@ writer holds it. So no writer ever opens the published file:
   (`warehouse.segments`); published files only ever list more segments, and a segment a killed
   writer left unlisted is deleted by the next session.
 
-A database URI (MotherDuck's `md:name`) and `:memory:` are opened directly, as DuckDB does.
+A database URI (MotherDuck's `md:name`), allowed only when the operator opts in, and
+`:memory:` are opened directly, as DuckDB does.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ import duckdb
 from gpuscout.core.errors import DataError
 from gpuscout.warehouse import segments
 from gpuscout.warehouse.durable import fsync_dir, fsync_file
+from gpuscout.warehouse.identity import check_file, check_ownership, check_target, safe_config
 from gpuscout.warehouse.migrate import migrate, pending
+from gpuscout.warehouse.reader import open_reader
 
 LOCK_SUFFIX = ".lock"
 STAGING_SUFFIX = ".next"
@@ -50,7 +54,7 @@ class WarehouseBusyError(DataError):
 
 
 def _is_uri(target: str) -> bool:
-    """A database URI (e.g. MotherDuck's `md:name`) is passed to DuckDB as it is."""
+    """A database URI (e.g. MotherDuck's `md:name`, `s3://...`) is passed to DuckDB as it is."""
     head = target.split(":", 1)[0]
     return ":" in target and len(head) > 1 and "/" not in head
 
@@ -131,9 +135,13 @@ def writer_lock(path: Path | str) -> Iterator[None]:
                 depth = _held[real][1]
                 _held[real] = (me, depth - 1)
         return
-    real.parent.mkdir(parents=True, exist_ok=True)
     lock = _sidecar(real, LOCK_SUFFIX)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise DataError(f"cannot take the writer lock {lock}: {_why(exc)}; the warehouse is "
+                        "unchanged") from exc
     try:
         if not _try_lock(fd):
             raise WarehouseBusyError(
@@ -160,25 +168,50 @@ def writer_lock(path: Path | str) -> Iterator[None]:
 _sessions: set[Path] = set()
 
 
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _open(target: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(target, read_only=read_only)
-    except duckdb.IOException as exc:
-        raise DataError(f"cannot open warehouse {target}: {exc}") from exc
+        return duckdb.connect(target, read_only=read_only, config=safe_config())
+    except duckdb.Error as exc:
+        raise DataError(f"cannot open warehouse {target}: {_first_line(exc)}") from exc
 
 
 def _require_current(con: duckdb.DuckDBPyConnection, target: str) -> None:
-    """A reader cannot migrate: an older warehouse is named, with what upgrades it."""
+    """A reader cannot migrate: an older warehouse is named, with what upgrades it, and a
+    DuckDB file that is no warehouse at all is named as such."""
     missing = pending(con)
-    if missing:
-        raise DataError(f"the warehouse at {target} predates this gpuscout (it lacks "
-                        f"{', '.join(missing)}): run `gpuscout refresh` once to upgrade it")
+    if not missing:
+        return
+    tables = con.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT internal "
+                         "AND database_name = current_database()").fetchone()
+    if len(missing) == len(_all_migrations()) and tables and tables[0]:
+        raise DataError(f"{target} is a DuckDB database but not a gpuscout warehouse; pass "
+                        "--db a warehouse (or a new path for `gpuscout refresh`)")
+    raise DataError(f"the warehouse at {target} predates this gpuscout (it lacks "
+                    f"{', '.join(missing)}): run `gpuscout refresh` once to upgrade it")
+
+
+def _all_migrations() -> list[int]:
+    from gpuscout.warehouse.migrate import migration_files
+
+    return [v for v, _ in migration_files()]
 
 
 @contextmanager
-def connect(path: Path | str, *, read_only: bool = False,
-            seal_rows: int = segments.SEAL_ROWS) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(path: Path | str, *, read_only: bool = False, allow_files: bool = False,
+            write_to: Path | None = None, seal_rows: int = segments.SEAL_ROWS,
+            ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Yield a connection: read-only on the published file, or a write session (see above).
+    `allow_files` leaves a reader's file access on (a user's `sql --allow-files`); `write_to`
+    lets a reader's COPY write into that one folder (an export).
 
     A read-only open of a file that does not exist, or of one an older gpuscout wrote and no
     refresh has migrated since, is a `DataError` (run a refresh) rather than DuckDB's generic
@@ -187,6 +220,7 @@ def connect(path: Path | str, *, read_only: bool = False,
     """
     target = str(path)
     if not _is_file(target):
+        check_target(target)
         con = _open(target, read_only=read_only)
         try:
             if not read_only:
@@ -197,14 +231,14 @@ def connect(path: Path | str, *, read_only: bool = False,
         finally:
             con.close()
         return
+    check_file(Path(target))
     if read_only:
         if not Path(target).exists():
             raise DataError(f"no warehouse at {target}: run `gpuscout refresh` first (or pass "
                             "--db)")
-        con = _open(target, read_only=True)
+        con = open_reader(_real(target), allow_files=allow_files, write_to=write_to)
         try:
             _require_current(con, target)
-            segments.point_reader(con, _real(target))
             yield con
         finally:
             con.close()
@@ -221,18 +255,58 @@ def connect(path: Path | str, *, read_only: bool = False,
             _sessions.discard(real)
 
 
+def preflight(path: Path | str) -> None:
+    """What a write session checks before any work, for a refresh to run before it fetches
+    anything: the target is a gpuscout warehouse (or nothing yet) this version can write, with
+    its history beside it, in a folder that takes the copy and the rename."""
+    target = str(path)
+    if not _is_file(target):
+        check_target(target)
+        return
+    check_file(Path(target))
+    real = _real(target)
+    _check_writable(real)
+    if not real.exists():
+        return
+    con = open_reader(real)
+    try:
+        check_ownership(con, target)
+        segments.present_paths(real, segments.listed_names(con))
+    finally:
+        con.close()
+
+
+def _check_writable(real: Path) -> None:
+    """The copy is made beside the file and renamed over it: both need the folder writable,
+    and an immutable or read-only file cannot be replaced."""
+    folder = real.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DataError(f"cannot write the warehouse's folder {folder} (read-only or not "
+                        "permitted); the warehouse is unchanged")
+    if real.exists() and not os.access(real, os.W_OK):
+        raise DataError(f"the warehouse {real} cannot be replaced (read-only or immutable); "
+                        "the warehouse is unchanged")
+
+
 @contextmanager
 def _write_session(real: Path, seal_rows: int) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The copy is published only when the block and the seal end without an error; anything
+    raised (a full disk, a missing segment, Ctrl-C) deletes it and leaves the file as it was."""
     staging = _sidecar(real, STAGING_SUFFIX)
-    _discard(staging)  # a copy a killed writer left behind
-    if real.exists():
-        _recover_wal(real)
-        shutil.copyfile(real, staging)
-        shutil.copymode(real, staging)
-    con = _open(str(staging), read_only=False)
-    checkpointed = False
-    sealed = 0
+    _check_writable(real)
     try:
+        _discard(staging)  # a copy a killed writer left behind
+        if real.exists():
+            _recover_wal(real)
+            shutil.copyfile(real, staging)
+            shutil.copymode(real, staging)
+    except OSError as exc:
+        _discard(staging)
+        raise DataError(f"cannot copy the warehouse to {staging}: {_why(exc)}; the warehouse "
+                        "is unchanged") from exc
+    con = _open(str(staging), read_only=False)
+    try:
+        check_ownership(con, str(real))
         migrate(con)
         segments.discard_unlisted(con, real)  # a killed writer's unpublished segment
         segments.point_view(con, real)
@@ -240,18 +314,25 @@ def _write_session(real: Path, seal_rows: int) -> Iterator[duckdb.DuckDBPyConnec
         with suppress(duckdb.Error):  # the body left a transaction open: it is rolled back
             con.execute("ROLLBACK")
         sealed = segments.seal(con, real, min_rows=seal_rows)
-    finally:
-        # Whatever ended the session, what was committed is published and what was not is
-        # dropped: the same all-or-nothing per transaction as a file written in place.
-        try:
-            with suppress(duckdb.Error):  # no transaction open
-                con.execute("ROLLBACK")
-            con.execute("CHECKPOINT")
-            checkpointed = True
-        finally:
-            con.close()
-        if checkpointed:
-            _publish(_compacted(staging) if sealed else staging, real)
+        con.execute("CHECKPOINT")
+    except BaseException as exc:
+        con.close()
+        _discard(staging)
+        if isinstance(exc, duckdb.Error | OSError):
+            raise DataError(f"writing the warehouse {real} failed ({_failure(exc)}); nothing "
+                            "was published, the warehouse is unchanged") from exc
+        raise
+    con.close()
+    try:
+        _publish(_compacted(staging) if sealed else staging, real)
+    except (OSError, duckdb.Error) as exc:
+        _discard(staging)
+        raise DataError(f"publishing the warehouse {real} failed ({_failure(exc)}); the "
+                        "warehouse is unchanged") from exc
+
+
+def _failure(exc: BaseException) -> str:
+    return _why(exc) if isinstance(exc, OSError) else _first_line(exc)
 
 
 def _publish(staging: Path, real: Path) -> None:

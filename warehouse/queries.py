@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from gpuscout.core.errors import UserInputError
-from gpuscout.warehouse.segments import readable_paths
 from gpuscout.warehouse.sqlfiles import query
 
 if TYPE_CHECKING:  # DuckDB imports it for Arrow results; `fetch_named` needs none
@@ -30,6 +29,8 @@ def fetch_named(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, 
 
 
 OFFER_SORTS = ("price", "gpu-hour", "vram-hour")
+# More rows than any warehouse holds, and a value DuckDB's LIMIT takes (a 23-digit one is not).
+MAX_LIMIT = 1_000_000
 
 
 def offers_params(*, gpu: str | None = None, min_vram: float | None = None,
@@ -40,8 +41,8 @@ def offers_params(*, gpu: str | None = None, min_vram: float | None = None,
     is the user's error, raised before any warehouse is opened."""
     if sort not in OFFER_SORTS:
         raise UserInputError(f"sort {sort!r} is not one of {'|'.join(OFFER_SORTS)}")
-    if limit < 1:
-        raise UserInputError(f"limit must be at least 1, got {limit}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UserInputError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit}")
     return {
         "gpu": gpu, "min_vram": min_vram, "max_price": max_price,
         "pricing_model": None if spot is None else ("spot" if spot else "on_demand"),
@@ -61,21 +62,18 @@ class BlockedStatementError(UserInputError):
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str, *, allow_files: bool = False) -> pa.Table:
-    """A user's own SQL on a read-only connection.
+    """A user's own SQL on a reader (`connect(read_only=True)`).
 
-    Unless `allow_files`, DuckDB's external access is disabled first and its configuration
-    locked, so the statement can read the warehouse and nothing else: no COPY TO, no
-    read_csv('/etc/...'), no ATTACH, INSTALL or SET that would undo it.
+    The reader itself is what keeps the SQL to the warehouse: its file is attached read-only
+    and, unless `allow_files`, file access is off and the configuration locked before the
+    statement runs (warehouse/reader.py). Whatever the statement is (a COPY inside PREPARE,
+    a view that reads /proc), it can write nothing and read no other file. A statement that
+    tries gets one line naming what was refused.
     """
     import pyarrow as pa
 
-    if not allow_files:
-        _refuse_file_writes(con, sql)
-        segments = readable_paths(con)
-        if segments:  # the history the views read; the statements above cannot write them
-            con.execute("SET allowed_paths = $1", [segments])
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
+    if not isinstance(sql, str) or not sql.strip():
+        raise UserInputError("give a SQL statement to run (a non-empty string)")
     try:
         relation = con.sql(sql)
         return relation.to_arrow_table() if relation is not None else pa.table({})
@@ -90,23 +88,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, *, allow_files: bool = Fal
         raise UserInputError(f"SQL error: {str(exc).splitlines()[0]}") from exc
 
 
-# Statements that write files. Refused before anything runs: the history segments stay readable
-# when file access is off, and must not become writable through it.
-_WRITES_FILES = {duckdb.StatementType.COPY, duckdb.StatementType.EXPORT,
-                 duckdb.StatementType.COPY_DATABASE}
-
-
-def _refuse_file_writes(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    try:
-        kinds = {s.type for s in con.extract_statements(sql)}
-    except duckdb.Error as exc:
-        raise UserInputError(f"SQL error: {str(exc).splitlines()[0]}") from exc
-    if kinds & _WRITES_FILES:
-        raise BlockedStatementError("blocked: `gpuscout sql` reads the warehouse only (COPY "
-                                    "and EXPORT write files); --allow-files lets it read and "
-                                    "write files")
-
-
 def _is_blocked(message: str) -> bool:
     return ("disabled by configuration" in message or "Cannot change configuration" in message
-            or "attached in read-only mode" in message)
+            or "attached in read-only mode" in message
+            or "disabled through configuration" in message)

@@ -14,8 +14,10 @@ from the table and lists the file in `history_segments`, all before it publishes
 - A segment is written, fsynced and renamed into place before the copy that lists it is
   published. A writer killed in between leaves a file no published warehouse lists; the next
   write session deletes it.
-- A warehouse moved with its `.history` folder is read where it now is: a reader points a
-  temporary `sealed_versions` there, the next write session rewrites the view.
+- gpuscout's own readers read the segments beside the file, under the names gpuscout writes
+  (warehouse/reader.py), so a moved warehouse is read where it now is; the next write session
+  rewrites the stored view. A listed segment that is missing stops a reader and a writer
+  before any work, with what to do.
 
 A migration that changes `recent_versions` must say what the segments hold: the view reads them
 by name (`union_by_name`) and casts each column to the table's type.
@@ -42,6 +44,7 @@ SEGMENTS_SUFFIX = ".history"
 # there, so the copy stays small while segments stay few (one per ~100 k price changes).
 SEAL_ROWS = 100_000
 _SEGMENT = re.compile(r"^versions-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet(\.part)?$")
+_SEALED = re.compile(r"^versions-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet$")
 
 
 def segments_dir(real: Path) -> Path:
@@ -56,21 +59,74 @@ def segments_bytes(db: Path) -> int:
 
 
 def _listed(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-    """(directory, file) of every segment the warehouse lists, in sealing order."""
-    return [(d, f) for d, f in con.execute(
-        "SELECT directory, file FROM history_segments ORDER BY sealed_at, file").fetchall()]
+    """(directory, file) of every segment the warehouse lists, in sealing order. A name that
+    gpuscout never writes (`../../etc/passwd`, an absolute path) is refused: a warehouse is a
+    file people share, and its rows must not choose what a reader opens."""
+    rows = con.execute(
+        "SELECT directory, file FROM history_segments ORDER BY sealed_at, file").fetchall()
+    for _, name in rows:
+        if not isinstance(name, str) or not _SEALED.match(name):
+            raise DataError(f"the warehouse lists a history segment named {name!r}, which is "
+                            "not a segment gpuscout writes; it is not read")
+    return [(d, f) for d, f in rows]
+
+
+def listed_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The file names of the listed segments (validated), in sealing order."""
+    try:
+        return [f for _, f in _listed(con)]
+    except duckdb.CatalogException:  # a warehouse from before segments
+        return []
+
+
+def present_paths(real: Path, names: list[str]) -> list[Path]:
+    """The listed segments in the folder beside the file; a missing one is a DataError that
+    says how a warehouse moves."""
+    folder = segments_dir(real)
+    paths = [folder / name for name in names]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise DataError(f"the warehouse {real} lists {len(names)} history segments in {folder} "
+                        f"but {len(missing)} are missing (first: {missing[0]}); a warehouse "
+                        f"moves with its {SEGMENTS_SUFFIX} folder: put it back beside the file")
+    return paths
+
+
+_TYPE = re.compile(r"^[A-Z][A-Z0-9_ ]*(\(\d+(, ?\d+)?\))?(\[\])*$")
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def recent_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(name, type) of `recent_versions`' columns, the types checked to be plain type names
+    (they are spliced into a view's SQL)."""
+    columns = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() "
+        "WHERE table_name = 'recent_versions' AND schema_name = 'main' "
+        "AND database_name = current_database() ORDER BY column_index").fetchall()
+    for name, kind in columns:
+        if not _TYPE.match(kind):
+            raise DataError(f"recent_versions.{name} has the type {kind!r}, which no gpuscout "
+                            "migration creates; the warehouse is not read")
+    return [(n, k) for n, k in columns]
+
+
+def cast_columns(columns: list[tuple[str, str]], *, present: set[str] | None = None) -> str:
+    """A select list casting each column to the table's type; NULL for a column the segments
+    predate (`present`: the columns they hold, None for all)."""
+    return ", ".join(
+        f"CAST({quote_ident(c)} AS {kind}) AS {quote_ident(c)}" if present is None or c in present
+        else f"CAST(NULL AS {kind}) AS {quote_ident(c)}" for c, kind in columns)
 
 
 def _view_sql(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> str:
     if not paths:
         return "SELECT * FROM recent_versions WHERE false"
-    columns = con.execute(
-        "SELECT column_name, data_type FROM duckdb_columns() "
-        "WHERE table_name = 'recent_versions' AND schema_name = 'main' "
-        "AND database_name = current_database() ORDER BY column_index").fetchall()
-    select = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns)
     files = ", ".join(sql_literal(p) for p in paths)
-    return f"SELECT {select} FROM read_parquet([{files}], union_by_name = true)"
+    return (f"SELECT {cast_columns(recent_columns(con))} "
+            f"FROM read_parquet([{files}], union_by_name = true)")
 
 
 def _moved(listed: list[tuple[str, str]], real: Path) -> bool:
@@ -79,49 +135,23 @@ def _moved(listed: list[tuple[str, str]], real: Path) -> bool:
     return any(directory != here for directory, _ in listed)
 
 
-def _create_view(con: duckdb.DuckDBPyConnection, real: Path, listed: list[tuple[str, str]], *,
-                 temporary: bool) -> None:
+def _create_view(con: duckdb.DuckDBPyConnection, real: Path, listed: list[tuple[str, str]]
+                 ) -> None:
     """`sealed_versions` over the listed segments, in the folder beside the file."""
     paths = [segments_dir(real) / f for _, f in listed]
-    kind = "TEMP VIEW" if temporary else "VIEW"
-    con.execute(f"CREATE OR REPLACE {kind} sealed_versions AS {_view_sql(con, paths)}")
+    con.execute(f"CREATE OR REPLACE VIEW sealed_versions AS {_view_sql(con, paths)}")
 
 
 def point_view(con: duckdb.DuckDBPyConnection, real: Path) -> None:
-    """Write session: `sealed_versions` reads the listed segments where the file now is (a
-    no-op unless the warehouse moved since its last write)."""
+    """Write session: check that every listed segment is beside the file (before any work),
+    and point `sealed_versions` there when the warehouse moved since its last write: the
+    folder's row and the view change in one transaction."""
     listed = _listed(con)
+    present_paths(real, [f for _, f in listed])
     if _moved(listed, real):
-        con.execute("UPDATE history_segments SET directory = $1", [str(segments_dir(real))])
-        _create_view(con, real, listed, temporary=False)
-
-
-def readable_paths(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The segment files the connection's warehouse reads: what a sandboxed user query (no
-    file access) must still be allowed to open."""
-    try:
-        row = con.execute("SELECT path FROM duckdb_databases() "
-                          "WHERE database_name = current_database()").fetchone()
-        files = [f for (f,) in con.execute("SELECT file FROM history_segments").fetchall()]
-    except duckdb.CatalogException:  # not a warehouse (or one from before segments)
-        return []
-    if not row or not row[0] or not files:
-        return []
-    folder = segments_dir(Path(os.path.realpath(row[0])))
-    return [str(folder / f) for f in files]
-
-
-def point_reader(con: duckdb.DuckDBPyConnection, real: Path) -> None:
-    """Read-only: a warehouse moved since its last write reads its segments where they are."""
-    listed = _listed(con)
-    if not _moved(listed, real):
-        return
-    missing = [f for _, f in listed if not (segments_dir(real) / f).exists()]
-    if missing:
-        raise DataError(f"the warehouse {real} lists {len(listed)} history segments in "
-                        f"{segments_dir(real)} but {len(missing)} are missing (first: "
-                        f"{missing[0]}); a warehouse moves with its {SEGMENTS_SUFFIX} folder")
-    _create_view(con, real, listed, temporary=True)
+        with transaction(con):
+            con.execute("UPDATE history_segments SET directory = $1", [str(segments_dir(real))])
+            _create_view(con, real, listed)
 
 
 def copy_warehouse(source: Path, target: Path) -> Path:
@@ -180,6 +210,6 @@ def seal(con: duckdb.DuckDBPyConnection, real: Path, *, min_rows: int = SEAL_ROW
                             "written; nothing sealed")
         con.execute("INSERT INTO history_segments VALUES ($1, $2, $3, $4, $5, $6)",
                     [name, str(folder), closed, first, last, now])
-        _create_view(con, real, _listed(con), temporary=False)
+        _create_view(con, real, _listed(con))
     return closed
 

@@ -8,10 +8,11 @@ only when chosen (`deferred.py`), and prefect never is.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -40,6 +41,8 @@ defer(app, "report", "gpuscout.cli.report:report_command",
       "on-demand, provider freshness and a recommendation for a job with its cost breakdown.")
 
 FormatOption = Annotated[Format, typer.Option("--format", help="output format")]
+# The most rows a listing returns (warehouse/queries.py's bound, kept here to stay light).
+MAX_ROWS = 1_000_000
 
 
 @app.callback()
@@ -134,14 +137,16 @@ def offers(
         "--min-vram", help="minimum VRAM per GPU, GB", min=0)] = None,
     max_price: Annotated[float | None, typer.Option(
         "--max-price", help="maximum USD per GPU-hour", min=0)] = None,
-    spot: Annotated[bool | None, typer.Option(
-        "--spot/--on-demand", help="only spot/interruptible, or only on-demand offers")] = None,
+    spot: Annotated[bool, typer.Option(
+        "--spot", help="only spot/interruptible offers")] = False,
+    on_demand: Annotated[bool, typer.Option(
+        "--on-demand", help="only on-demand offers")] = False,
     provider: Annotated[list[str] | None, typer.Option(
         "--provider", "-p", help="provider (repeatable)")] = None,
     region: Annotated[str | None, typer.Option(
         "--region", help="region code substring or geography (us, europe, asia...)")] = None,
     sort: Annotated[Sort, typer.Option("--sort", help="order by")] = Sort.gpu_hour,
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_ROWS)] = 50,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
@@ -151,7 +156,11 @@ def offers(
     from gpuscout.warehouse.connection import connect
     from gpuscout.warehouse.queries import fetch_named, offers_params
 
-    params = offers_params(gpu=gpu, min_vram=min_vram, max_price=max_price, spot=spot,
+    if spot and on_demand:
+        raise UserInputError("--spot and --on-demand exclude each other: give one (or neither "
+                             "for both)")
+    params = offers_params(gpu=gpu, min_vram=min_vram, max_price=max_price,
+                           spot=True if spot else (False if on_demand else None),
                            providers=provider, region=region, sort=sort.value, limit=limit)
     with connect(_db(db), read_only=True) as con:
         columns, values = fetch_named(con, "offers", params)
@@ -248,7 +257,7 @@ def providers(
 
 @app.command()
 def runs(
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_ROWS)] = 20,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
@@ -295,8 +304,16 @@ def gpus_resolve(
     format: Annotated[Format, typer.Option("--format")] = Format.table,
 ) -> None:
     """Show how a provider's GPU label resolves to a catalog GPU (or why it does not)."""
+    from gpuscout.adapters.registry import PROVIDERS
     from gpuscout.core.catalog import Resolved, load_catalog
 
+    if provider not in PROVIDERS:
+        import difflib
+
+        close = difflib.get_close_matches(provider, list(PROVIDERS), n=3)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise UserInputError(f"unknown provider {provider!r}; {hint}known: "
+                             f"{', '.join(PROVIDERS)}")
     res = load_catalog().resolve(provider, label, vram)
     payload = {"provider": provider, "label": label, "gpu_id": res.gpu_id,
                "gpu_count": res.gpu_count, "confidence": res.confidence, "layer": res.layer,
@@ -309,7 +326,13 @@ def gpus_resolve(
 
 
 def main() -> None:
-    """Console entry point: user errors print one line and exit 2, no traceback."""
+    """Console entry point: every failure is one line on stderr, never a traceback.
+
+    2: the user's input or the data is wrong (a `GpuscoutError`, a usage error); 1: an
+    operational failure nobody anticipated (an OS or database error), named with where it
+    happened (`GPUSCOUT_DEBUG=1` shows the traceback); 130: interrupted (Ctrl-C), after any
+    write session has discarded its copy.
+    """
     try:
         code = app(standalone_mode=False)
     except GpuscoutError as exc:
@@ -317,9 +340,8 @@ def main() -> None:
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        _interrupted()
     except Exception as exc:
         # Usage errors (unknown option, bad value) are click exceptions; typer vendors click,
         # so they are recognised by shape rather than by an import of a private module.
@@ -327,5 +349,31 @@ def main() -> None:
         if callable(format_message) and isinstance(getattr(exc, "exit_code", None), int):
             typer.echo(f"error: {format_message()} (see --help)", err=True)
             sys.exit(exc.exit_code)  # type: ignore[attr-defined]
-        raise
+        if os.environ.get("GPUSCOUT_DEBUG") == "1":
+            raise
+        typer.echo(f"error: {unexpected(exc)}", err=True)
+        sys.exit(1)
+    if code == INTERRUPTED:  # typer turns Ctrl-C in a command into this status
+        _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+INTERRUPTED = 130
+
+
+def _interrupted() -> NoReturn:
+    typer.echo("interrupted: nothing was written (the warehouse is as it was)", err=True)
+    sys.exit(INTERRUPTED)
+
+
+def unexpected(exc: BaseException) -> str:
+    """One line for an error no code path turned into a message: what, and where."""
+    import traceback
+
+    text = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return (f"{type(exc).__name__}: {text}{where}; the warehouse is unchanged "
+            "(GPUSCOUT_DEBUG=1 shows the traceback)")

@@ -24,4 +24,12 @@ def remember(db: Path | None) -> None:
 
 
 def warehouse(db: Path | None) -> Path | None:
-    return db if db is not None else _before_command[0]
+    """The --db given (after the command, else before it); `:memory:` is refused: every
+    command is its own process, so an in-memory warehouse would vanish as it ends."""
+    chosen = db if db is not None else _before_command[0]
+    if chosen is not None and str(chosen) == ":memory:":
+        from gpuscout.core.errors import UserInputError
+
+        raise UserInputError("--db :memory: would vanish when the command ends; give a file "
+                             "path for the warehouse")
+    return chosen

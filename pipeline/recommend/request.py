@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Literal
 
@@ -41,16 +42,34 @@ class RecommendRequest(BaseModel):
     now: datetime | None = None
 
 
+# Bounds that no fine-tuning run reaches (a frontier pre-training run is ~1.5e13 tokens), so a
+# value past them is a typo, refused before any arithmetic.
+MAX_TOKENS = 1e15
+MAX_EPOCHS = 1000.0
+
+
 def tokens_from_options(tokens: float | None, dataset_tokens: float | None,
                         epochs: float | None) -> int:
-    """--tokens, or --dataset-tokens × --epochs (exactly one way)."""
+    """--tokens, or --dataset-tokens × --epochs (exactly one way), each a finite number in a
+    range a fine-tuning run can have."""
+    for flag, value in (("--tokens", tokens), ("--dataset-tokens", dataset_tokens),
+                        ("--epochs", epochs)):
+        if value is not None and not math.isfinite(value):
+            raise UserInputError(f"{flag} must be a finite number, got {value}")
+    if epochs is not None and not 0 < epochs <= MAX_EPOCHS:
+        raise UserInputError(f"--epochs must be above 0 and at most {MAX_EPOCHS:g}, "
+                             f"got {epochs:g}")
+    if epochs is not None and dataset_tokens is None:
+        raise UserInputError("--epochs multiplies --dataset-tokens: give both (or --tokens "
+                             "alone)")
     if tokens is not None and dataset_tokens is not None:
         raise UserInputError("give --tokens or --dataset-tokens (with --epochs), not both")
     if tokens is None:
         if dataset_tokens is None:
             raise UserInputError("give the training volume: --tokens N, or --dataset-tokens "
                                  "N --epochs E")
-        tokens = dataset_tokens * (epochs or 1.0)
-    if tokens < 1:
-        raise UserInputError(f"the training volume must be at least 1 token, got {tokens}")
+        tokens = dataset_tokens * (1.0 if epochs is None else epochs)
+    if not 1 <= tokens <= MAX_TOKENS:
+        raise UserInputError(f"the training volume must be between 1 and {MAX_TOKENS:.0e} "
+                             f"tokens, got {tokens:g}")
     return int(tokens)

@@ -21,7 +21,7 @@ import gpuscout.warehouse.connection as connection
 from gpuscout.core.errors import DataError
 from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect
-from gpuscout.warehouse.export import export_views, views
+from gpuscout.warehouse.export import export_folder, export_views, views
 from gpuscout.warehouse.load import merge_offers, transaction
 from gpuscout.warehouse.queries import BlockedStatementError, run_sql
 from gpuscout.warehouse.segments import copy_warehouse, segments_bytes, segments_dir
@@ -232,10 +232,11 @@ def test_user_sql_reads_the_segments_but_writes_no_file(db: Path, tmp_path: Path
 def test_export_writes_the_whole_history_and_not_its_storage(db: Path, tmp_path: Path) -> None:
     with connect(db, seal_rows=1):
         pass
-    with connect(db, read_only=True) as con:
+    out = export_folder(tmp_path / "out", "parquet")
+    with connect(db, read_only=True, write_to=out) as con:
         names = views(con)
         assert "offer_history" in names
         assert not {"offer_versions", "sealed_versions"} & set(names)
-        (written,) = export_views(con, ["offer_history"], tmp_path / "out", "parquet")
+        (written,) = export_views(con, ["offer_history"], out, "parquet")
     exported = duckdb.sql(f"SELECT count(*), count(valid_to) FROM '{written}'").fetchall()
     assert exported == [(30, 20)]
