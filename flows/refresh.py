@@ -3,16 +3,26 @@
 The flow calls the same refresh use case as `gpuscout refresh` (the same writer lock, USD
 rates, loads and status rules) and adds only what Prefect is for: one task run per provider
 that collects (fetch with archive, parse, normalize, row gates) in parallel, with retries on
-transient errors (network, 429, 5xx) and a timeout; tags; the run summary as an artifact; the
+transient errors (network, 429, 5xx) and a timeout; the run summary as an artifact; the
 HTML report's link. A parse error fails its provider at once, and one failing provider never
 fails the others.
 
+Task runs carry no tags: Prefect acquires a concurrency slot (an API round trip per task run)
+for every tag, and on a Dask worker thread that acquisition could wait for ever; the task run
+names carry the provider instead. Collecting has a deadline: a provider still running after
+`COLLECT_DEADLINE_S` is recorded as failed, the others load, and the run ends Failed naming it.
+
 Final state: Completed when at least one provider loaded (the artifact and the run log name
-the stale ones), Failed when none did or when another refresh holds the warehouse.
+the stale ones), Failed when none did, when a provider was stuck, or when another refresh
+holds the warehouse.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -21,7 +31,7 @@ from typing import Any, Literal, cast
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import PrefectFuture, wait
+from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from gpuscout.adapters.archive import ArchiveWriter, ReplayTransport
@@ -47,10 +57,19 @@ from gpuscout.warehouse.connection import connect
 PROVIDER_TIMEOUT_S = 600
 # Staggered: a short blip, a rate-limit window, a provider restarting.
 RETRY_DELAYS_S: list[float] = [30, 120, 600]
+# Every attempt timing out, with every retry delay: after this a collect is stuck, not slow.
+COLLECT_DEADLINE_S = PROVIDER_TIMEOUT_S * (len(RETRY_DELAYS_S) + 1) + sum(RETRY_DELAYS_S) + 60
+# `python -m gpuscout.flows.refresh` stops a run still going after this (flows/supervisor.py).
+RUN_DEADLINE_S = COLLECT_DEADLINE_S + 1800
 
 
 class RefreshFailed(GpuscoutError):
-    """No provider loaded: the flow run is marked Failed (the run log says why per provider)."""
+    """No provider loaded, or one was stuck: the flow run is marked Failed (the run log says
+    why per provider)."""
+
+
+class CollectStuck(GpuscoutError):
+    """A provider's collect did not finish by the deadline (recorded as that provider's error)."""
 
 
 def _retry_only_transient(task: Any, task_run: Any, state: Any) -> bool:
@@ -106,35 +125,44 @@ def parse_parts(provider: str, head: Head, parts: list[Fetched],
     return finish(provider, head, parts, settings=Settings(), catalog=load_catalog(), fx=fx)
 
 
-def in_tasks(names: Sequence[str], *, source: Source,
-             fx: Mapping[str, float]) -> list[CollectOutcome]:
+def in_tasks(names: Sequence[str], *, source: Source, fx: Mapping[str, float],
+             deadline_s: float | None = None) -> list[CollectOutcome]:
     """The refresh's collector: one Prefect task run per provider, all at once; a provider
     whose adapter fetches in parts (AWS) gets a task per part (region), then one that parses
-    them together, so its regions download side by side."""
+    them together, so its regions download side by side. A provider not done by the deadline
+    (`COLLECT_DEADLINE_S` from the start) gets a `CollectStuck` outcome."""
     started = now_utc()
+    end = time.monotonic() + (COLLECT_DEADLINE_S if deadline_s is None else deadline_s)
     futures: dict[str, PrefectFuture[Any]] = {}
     heads: dict[str, PrefectFuture[Head]] = {}
     for name in names:
-        tagged = [f"provider:{name}"]
         if in_parts(name):
-            heads[name] = collect_head.with_options(tags=tagged).submit(name, source)
+            heads[name] = collect_head.submit(name, source)
         else:
-            futures[name] = collect_provider.with_options(tags=tagged).submit(
-                name, source, dict(fx))
+            futures[name] = collect_provider.submit(name, source, dict(fx))
     for name, head_future in heads.items():
-        wait([head_future])
-        if not head_future.state.is_completed():
+        if not _finished(head_future, end) or not head_future.state.is_completed():
             futures[name] = head_future  # the indexes failed: nothing else can be fetched
             continue
         head = head_future.result()
-        tagged = [f"provider:{name}"]
-        parts = [collect_part.with_options(tags=tagged).submit(name, head, part, source)
-                 for part in head.parts]
-        futures[name] = parse_parts.with_options(tags=tagged).submit(
+        parts = [collect_part.submit(name, head, part, source) for part in head.parts]
+        futures[name] = parse_parts.submit(
             name, head, parts, dict(fx))  # type: ignore[arg-type]  # futures resolve to parts
-    wait(list(futures.values()))
-    return [CollectOutcome(name, started, futures[name].result(raise_on_failure=False))
+    return [CollectOutcome(name, started, futures[name].result(raise_on_failure=False)
+                           if _finished(futures[name], end) else _stuck(name, futures[name]))
             for name in names]
+
+
+def _finished(future: PrefectFuture[Any], end: float) -> bool:
+    """Wait for the task run until `end` (a monotonic time); whether it reached a final state."""
+    future.wait(timeout=max(0.0, end - time.monotonic()))
+    return future.state.is_final()
+
+
+def _stuck(name: str, future: PrefectFuture[Any]) -> CollectStuck:
+    return CollectStuck(f"{name}: collect did not finish by the deadline (task run "
+                        f"{future.task_run_id}, state {future.state.name}); recorded as "
+                        "failed, its last good data kept")
 
 
 TaskRunnerName = Literal["threads", "dask"]
@@ -210,6 +238,10 @@ def nightly_refresh(providers: list[str] | None = None, db: str | None = None,
               "offers_loaded": sum(r.offers_loaded for r in report.providers)}
     if report.status == "failed":
         raise RefreshFailed(f"no provider loaded in run {report.run_id}: {result['providers']}")
+    stuck = [r.provider for r in report.providers if r.error and "by the deadline" in r.error]
+    if stuck:
+        raise RefreshFailed(f"run {report.run_id}: {', '.join(stuck)} did not finish collecting "
+                            "by the deadline (the other providers loaded)")
     return result
 
 
@@ -220,12 +252,39 @@ def run_nightly(runner: TaskRunnerName = "threads", *, dask_address: str | None 
     return cast(dict[str, Any], on(**params))
 
 
-if __name__ == "__main__":
-    import json
-    import sys
+def main(argv: Sequence[str]) -> int:
+    """`python -m gpuscout.flows.refresh [--dask] [--live]`: the whole flow once, locally, on
+    the bundled snapshots (the README's flow command); --dask runs the collect tasks on a local
+    Dask cluster, --live fetches live. The flow runs in a supervised child process
+    (flows/supervisor.py): SIGTERM or Ctrl-C ends it within seconds, and so does its deadline.
+    """
+    if "--child" not in argv:
+        from gpuscout.flows.supervisor import run_supervised
 
-    # Run the whole flow once, locally, on the bundled snapshots (the README's flow command);
-    # --dask runs the collect tasks on a local Dask cluster, --live fetches live.
-    offline = "--live" not in sys.argv
-    print(json.dumps(run_nightly("dask" if "--dask" in sys.argv else "threads",
-                                 offline=offline), indent=1))
+        # Prefect's temporary API server gets 20 s to start by default: too short on a loaded
+        # machine, where the run then fails before its first task. Read when prefect loads,
+        # so it is set for the child before it starts.
+        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+        command = [sys.executable, "-m", "gpuscout.flows.refresh", "--child", *argv]
+        return run_supervised(command, deadline_s=RUN_DEADLINE_S)
+    from gpuscout.flows.supervisor import end_with_parent
+
+    end_with_parent()
+    try:
+        result = run_nightly("dask" if "--dask" in argv else "threads",
+                             offline="--live" not in argv)
+    except Exception as exc:  # one line, as from the CLI; the warehouse is as it was
+        first = (str(exc).strip().splitlines() or [""])[0]
+        text = first if isinstance(exc, GpuscoutError) else f"{type(exc).__name__}: {first}"
+        print(f"error: the flow run failed: {text}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=1), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    # os._exit: a worker thread stuck in a library call must not keep the process alive.
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

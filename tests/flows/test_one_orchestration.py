@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import kill_group, wait_gone
 
 from gpuscout.core.errors import DataError
 from gpuscout.flows import refresh as flow_mod
@@ -70,8 +70,10 @@ def test_a_flow_killed_mid_load_leaves_the_warehouse_as_it_was(tmp_path: Path) -
     refresh(["lambda"], db=db, source=Source.offline())
     before = _content(db)
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
+    # Its own process group: the kill takes the flow's temporary Prefect server with it.
     proc = subprocess.Popen([sys.executable, str(HELPER), str(db)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 300  # a fresh Prefect home starts its server first
@@ -82,12 +84,12 @@ def test_a_flow_killed_mid_load_leaves_the_warehouse_as_it_was(tmp_path: Path) -
                 raise AssertionError(f"flow exited {proc.returncode}: {proc.stderr.read()}")
         assert line.startswith("LOADED"), "the flow never reached its loads"
         # One provider's load has committed in the write session; the next one is running.
-        proc.send_signal(signal.SIGKILL)
+        kill_group(proc.pid)
         proc.wait(30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        kill_group(proc.pid)  # the server too, whatever happened above
     assert _content(db) == before
+    wait_gone(proc.pid)
     # The dead flow's lock and half-written copy do not stop the next refresh.
     report = refresh(["lambda", "runpod"], db=db, source=Source.offline())
     assert [r.status for r in report.providers] == ["ok", "ok"]
