@@ -540,8 +540,8 @@ _ALL_BIAS = {"gpt2", "gpt_neox", "bloom", "gpt_bigcode", "opt", "phi", "bert", "
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen", "chatglm", "mimo"}
 # q and k normed per head (one head_dim weight each, shared by the heads)
 _QK_HEAD_NORM = ("qwen3", "gemma3", "apertus")
-# q and k normed over the whole projection (OLMo-2/3: q_dim and kv_dim weights)
-_QK_FULL_NORM = ("olmo2", "olmo3")
+# q and k normed over the whole projection (OLMo-2/3, MiniMax-M2: q_dim and kv_dim weights)
+_QK_FULL_NORM = ("olmo2", "olmo3", "minimax_m2")
 # four norms per block: around attention and around the MLP
 _FOUR_NORMS = ("gemma2", "gemma3", "glm4")
 _GATED_SHARED_EXPERT = ("qwen2_moe", "qwen3_next", "qwen3_5_moe")
