@@ -56,7 +56,13 @@ class Job(BaseModel):
 
     model: str | None = Field(
         default=None,
-        description="Model id from the catalog (e.g. meta-llama/Llama-3.1-8B; org optional)")
+        description="Model id (e.g. meta-llama/Llama-3.1-8B): read from the Hub with "
+                    "--online, else from the local Hugging Face cache, else the catalog "
+                    "(org optional there)")
+    online: bool | None = Field(
+        default=None,
+        description="read --model's config.json from the Hugging Face Hub (HF_TOKEN for "
+                    "gated models) and cache it; default: GPUSCOUT_ONLINE=1")
     config: Path | None = Field(
         default=None,
         description="A local Hugging Face config.json (read offline)")
@@ -75,10 +81,11 @@ class Job(BaseModel):
         default=None,
         description="LoRA dropout probability (default: the framework's, else PEFT's 0.0)")
     dtype: Dtype = Field(default="bf16", description="fp32|fp16|bf16 compute precision")
-    quant: Quant = Field(
-        default="none",
+    quant: Quant | None = Field(
+        default=None,
         description="none|int8|nf4|gptq base weights (qlora implies nf4; gptq: a GPTQ or "
-                    "AWQ int4 checkpoint)")
+                    "AWQ int4 checkpoint; default: the checkpoint's own quantization, else "
+                    "none)")
     double_quant: bool = Field(default=True, description="NF4 double quantization of the scales")
     framework: Framework = Field(
         default="hf",
@@ -175,9 +182,15 @@ class Job(BaseModel):
         from gpuscout.sizing.frameworks import fill
         from gpuscout.sizing.types import JobSpec
 
-        arch, warnings = self.architecture()
+        arch, warnings, model_quant = self._source()
         fields = self.model_dump(exclude={"model", "config", "params", "packed", "framework",
-                                          "chunked_loss"})
+                                          "chunked_loss", "online"})
+        if self.quant is None:
+            if model_quant is not None and self.method == "full":
+                raise UserInputError(f"{self.model} is a {model_quant} checkpoint, whose base "
+                                     f"weights stay frozen: use a PEFT method (--method lora, "
+                                     f"qlora...) or the unquantized base model")
+            fields["quant"] = model_quant if model_quant and self.method != "qlora" else "none"
         if fields["loss"] is None and self.chunked_loss is not None:
             fields["loss"] = "fused" if self.chunked_loss else "eager"
         fields, notes = fill(self.framework, fields)
@@ -189,20 +202,33 @@ class Job(BaseModel):
 
     def architecture(self) -> tuple[Architecture, list[str]]:
         """Exactly one of model, config, params picks the architecture."""
-        from gpuscout.sizing.architectures import from_param_count, load_hf_config, lookup
+        arch, warnings, _ = self._source()
+        return arch, warnings
+
+    def _source(self) -> tuple[Architecture, list[str], Quant | None]:
+        from gpuscout.sizing.architectures import (
+            from_hf_config,
+            from_param_count,
+            read_config_file,
+        )
+        from gpuscout.sizing.model_source import quantization_of, resolve_model
 
         given = [x for x in (self.model, self.config, self.params) if x is not None]
         if len(given) != 1:
             raise UserInputError("give exactly one of --model ID, --config PATH or --params N")
         if self.model is not None:
-            return lookup(self.model), []
+            found = resolve_model(self.model, online=self.online)
+            return found.arch, found.notes, found.quant
         if self.config is not None:
-            return load_hf_config(self.config), [f"architecture read from {self.config}"]
+            cfg = read_config_file(self.config)
+            quant, note = quantization_of(cfg)
+            return (from_hf_config(cfg, name=str(self.config)),
+                    [f"architecture read from {self.config}", *([note] if note else [])], quant)
         assert self.params is not None
         arch = from_param_count(self.params)
         return arch, [f"unknown model: a generic Llama-shaped {self.params / 1e9:.3g}B stand-in "
                       f"({arch.num_layers} layers, hidden {arch.hidden_size}, vocabulary "
-                      f"{arch.vocab_size}); activations and logits are rough"]
+                      f"{arch.vocab_size}); activations and logits are rough"], None
 
     def resolve_per_offer(self) -> tuple[Architecture, JobSpec, list[str]]:
         """As a recommendation sizes it: the parallelism is chosen per offer, so the job

@@ -33,3 +33,15 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
 def _block_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _no_model_caches(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+                     ) -> None:
+    # --model resolution reads the Hub only when asked, and the user's caches otherwise:
+    # tests see empty caches and no opt-in, whatever the machine holds.
+    empty = tmp_path_factory.mktemp("model-caches")
+    for name in ("GPUSCOUT_ONLINE", "HF_HUB_OFFLINE", "HF_HOME", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(empty / "hf"))
+    monkeypatch.setenv("GPUSCOUT_CACHE_DIR", str(empty / "gpuscout"))

@@ -36,6 +36,7 @@ FLAGS = {
     "fp32_loss": "--fp32-loss/--no-fp32-loss",
     "train_embeddings": "--train-embeddings/--no-train-embeddings",
     "upcast_non_quantized": "--upcast-non-quantized/--no-upcast-non-quantized",
+    "online": "--online/--offline",
 }
 
 

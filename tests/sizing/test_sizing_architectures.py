@@ -205,3 +205,89 @@ def test_new_aliases_share_their_row() -> None:
     assert lookup("google/mt5-base").model_id == "bigscience/mt0-base"
     assert lookup("ibm-granite/granite-3.0-2b-instruct").model_id == (
         "ibm-granite/granite-3.1-2b-instruct")
+
+
+# ---- 2025-26 rows: MLA, MoE routing, Gated DeltaNet, gpt-oss, Llama 4 -------------------
+
+def test_catalog_adds_the_2025_26_families_each_row_with_a_config_source() -> None:
+    archs = load_architectures()
+    assert len(archs) >= 231
+    families = {a.family for a in archs}
+    for fam in ("qwen-3.5", "qwen-3.5-moe", "qwen-3.6", "qwen-3-next", "olmo-3", "ministral-3",
+                "gpt-oss", "deepseek-v3", "deepseek-v2", "kimi-k2", "glm-4.5", "glm-4-0414",
+                "llama-4", "mimo", "minimax-m2", "moonlight", "qwen-3-vl", "qwen-3-2507"):
+        assert fam in families, fam
+    for a in archs[200:]:
+        assert a.source.startswith("https://huggingface.co/") and "values read from" in a.notes
+
+
+def test_deepseek_v2_lite_mla_and_moe_by_hand() -> None:
+    a = lookup("deepseek-ai/DeepSeek-V2-Lite")
+    h, heads, kv_lora, nope, rope, v = 2048, 16, 512, 128, 64, 128
+    attn = (h * heads * (nope + rope)  # q (no q bottleneck)
+            + h * (kv_lora + rope)  # kv_a: the latent and the shared rotary key
+            + kv_lora * heads * (nope + v)  # kv_b: every head's key and value
+            + heads * v * h)  # o
+    expert, experts, shared = 3 * h * 1408, 64, 2 * 3 * h * 1408
+    dense_mlp, router = 3 * h * 10944, h * experts
+    norms = 2 * h + kv_lora  # input, post-attention, the latent's norm
+    layers = 27
+    moe_layer = attn + router + experts * expert + shared + norms
+    total = (2 * 102400 * h + (attn + dense_mlp + norms) + (layers - 1) * moe_layer + h)
+    assert a.total_params == total
+    # time multiplies by the 6 routed experts a token takes; memory holds all 64
+    assert a.active_params == total - (layers - 1) * (experts - 6) * expert
+
+
+def test_moe_memory_holds_every_expert_and_time_only_the_routed_ones() -> None:
+    from gpuscout.sizing.throughput import matmul_params
+
+    a = lookup("deepseek-ai/DeepSeek-V2-Lite")
+    expert_weights = 3 * 2048 * 1408
+    # weights in memory: every expert of the 26 MoE layers
+    assert a.linear_weight_params == sum(m.count * m.d_in * m.d_out
+                                         for b in a.blocks() for m in b)
+    routed = sum(m.count * m.d_in * m.d_out for b in a.blocks() for m in b
+                 if m.group == "expert")
+    assert routed == 26 * 64 * expert_weights
+    # FLOPs per token: 6 routed experts (plus the 2 shared, which are not routed) and the head
+    assert matmul_params(a) == (a.linear_weight_params - 26 * 58 * expert_weights
+                                + 102400 * 2048)
+
+
+def test_deepseek_v3_and_kimi_k2_totals_match_their_published_sizes() -> None:
+    v3 = lookup("deepseek-ai/DeepSeek-V3")
+    assert round(v3.total_params / 1e9) == 671  # without the 14 B MTP module
+    assert round(v3.active_params / 1e9, 1) == 37.6  # "37B activated", embeddings counted
+    k2 = lookup("moonshotai/Kimi-K2-Instruct")
+    assert round(k2.total_params / 1e12, 2) == 1.03 and round(k2.active_params / 1e9) == 33
+
+
+def test_qwen3_5_27b_gated_deltanet_layers_by_hand() -> None:
+    a = lookup("Qwen/Qwen3.5-27B")
+    h, kd, vd, nv, dv = 5120, 16 * 128, 48 * 128, 48, 128
+    linear = (h * (2 * kd + 2 * vd) + h * 2 * nv + vd * h  # qkvz, ba, out
+              + (2 * kd + vd) * 4 + 2 * nv + dv)  # conv, A_log and dt_bias, gated norm
+    full = h * 24 * 256 * 2 + 2 * h * 4 * 256 + 24 * 256 * h + 2 * 256  # q+gate, k, v, o, qk
+    mlp, norms = 3 * h * 17408, 2 * h
+    total = 2 * 248320 * h + 48 * (linear + mlp + norms) + 16 * (full + mlp + norms) + h
+    assert a.linear_attention_layers == 48
+    assert a.total_params == total == 26_895_998_464
+    assert [a.is_linear_attention(i) for i in range(4)] == [True, True, True, False]
+
+
+def test_gpt_oss_20b_counts_biases_sinks_and_the_biased_router() -> None:
+    a = lookup("openai/gpt-oss-20b")
+    h, q, kv, f, e = 2880, 64 * 64, 8 * 64, 2880, 32
+    attn = h * q + q + 2 * (h * kv + kv) + q * h + h
+    moe = e * (2 * (h * f + f) + f * h + h) + h * e + e
+    per_layer = attn + moe + 2 * h + 64  # norms and one sink per head
+    assert a.total_params == 2 * 201088 * h + 24 * per_layer + h
+    assert round(a.total_params / 1e9, 1) == 20.9  # "21B parameters"
+
+
+def test_llama_4_maverick_interleaves_moe_and_dense_layers() -> None:
+    a = lookup("meta-llama/Llama-4-Maverick-17B-128E-Instruct")
+    assert [a.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    assert sum(a.is_moe_layer(i) for i in range(48)) == 24
+    assert round(a.total_params / 1e9) == 401 and round(a.active_params / 1e9) == 17

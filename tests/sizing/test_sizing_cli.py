@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -104,3 +106,25 @@ def test_a_job_that_does_not_fit_names_the_card_in_the_units_of_the_estimate() -
     assert not data["fits"]
     assert any(n.startswith("does not fit:") and n.endswith("l4-24gb has 24 GiB = 25.8 GB")
                for n in data["notes"])
+
+
+def test_must_show_qwen3_5_27b_offline() -> None:
+    # no network (blocked in every test) and empty caches: the bundled catalog answers
+    code, out, _ = run("--model", "Qwen/Qwen3.5-27B", "--gpu", "h100-sxm-80gb", "--format",
+                       "json")
+    data = json.loads(out)
+    assert code == 0 and data["model"] == "Qwen/Qwen3.5-27B" and data["tokens_per_s"] > 0
+    assert data["total_params"] - data["trainable_params"] == 26_895_998_464  # + LoRA
+    assert any("Gated" in n or "linear-attention" in n for n in data["notes"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--params", "1e308"), "over the limit of 5e\\+12"),
+    (("--config", "/dev/zero"), "not a regular file"),
+    (("--model", "meta-lama/Llama-3.1-8B"), "did you mean: meta-llama/Llama-3.1-8B"),
+])
+def test_unbounded_or_misspelled_models_are_one_line_errors(args: tuple[str, ...],
+                                                            message: str) -> None:
+    code, _, err = run(*args)
+    assert code != 0 and isinstance(err, UserInputError)
+    assert re.search(message, str(err)) and "\n" not in str(err)
