@@ -55,6 +55,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_number,
+    reject,
     require_fields,
     split_results,
 )
@@ -118,35 +119,35 @@ def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
 
 def _offer(node: Any, capture: Capture) -> ParsedOffer | Reject | None:
     if not isinstance(node, dict):
-        return _reject(node, f"node is not an object: {type(node).__name__}")
+        return reject(NAME, f"node is not an object: {type(node).__name__}", node)
     node_id = node.get("id")
     if not isinstance(node_id, str) or not node_id.strip():
-        return _reject(node, "node without an id")
+        return reject(NAME, "node without an id", node)
     hardware = as_dict(node.get("hardware"))
     gpus = [g for g in as_list(hardware.get("gpus")) if isinstance(g, dict)]
     total = _count(node.get("gpus_total"))
     if total is None:
-        return _reject(node, f"gpus_total is not a count: {node.get('gpus_total')!r}")
+        return reject(NAME, f"gpus_total is not a count: {node.get('gpus_total')!r}", node)
     if total == 0 and not gpus:
         return None  # a CPU node
     models = {json.dumps(g.get("model")) for g in gpus}
     label = gpus[0].get("model") if len(models) == 1 else None
     if not isinstance(label, str) or not label.strip():
         named = ", ".join(sorted(models)) or "none"
-        return _reject(node, f"node does not name one GPU model: {named}")
+        return reject(NAME, f"node does not name one GPU model: {named}", node)
     if total == 0:
-        return _reject(node, "gpus_total is 0 on a node with GPUs")
+        return reject(NAME, "gpus_total is 0 on a node with GPUs", node)
     reserved = _count(node.get("gpus_reserved"))
     if reserved is None or reserved > total:
-        return _reject(node, f"gpus_reserved {node.get('gpus_reserved')!r} is not a count of "
-                             f"the node's {total} GPUs")
+        return reject(NAME, f"gpus_reserved {node.get('gpus_reserved')!r} is not a count of "
+                      f"the node's {total} GPUs", node)
     price = as_dict(as_dict(node.get("pricing")).get("price"))
     period = price.get("period")
     if period != HOURLY:
-        return _reject(node, f"price period is {period!r}, not {HOURLY!r}")
+        return reject(NAME, f"price period is {period!r}, not {HOURLY!r}", node)
     cents = positive_number(price.get("amount"))
     if cents is None:
-        return _reject(node, f"price amount is not a price: {price.get('amount')!r}")
+        return reject(NAME, f"price amount is not a price: {price.get('amount')!r}", node)
     free = 0 if node.get("reserved") is True else total - reserved
     region = as_dict(node.get("location")).get("region")
     key = f"{node_id}|{PricingModel.SPOT.value}"
@@ -163,7 +164,7 @@ def _offer(node: Any, capture: Capture) -> ParsedOffer | Reject | None:
             available_count=free, source_url=capture.url, observed_at=capture.fetched_at,
             provider_data=_data(node, hardware, gpus, total, reserved, price))
     except ValidationError as exc:
-        return _reject(node, f"invalid offer: {exc.errors()[0]['msg']}", key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", node, key)
 
 
 def _data(node: dict[str, Any], hardware: dict[str, Any], gpus: list[dict[str, Any]],
@@ -210,21 +211,21 @@ def _read_options(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
 
 def _option(option: Any, capture: Capture) -> ParsedOffer | Reject:
     if not isinstance(option, dict):
-        return _reject(option, f"rental option is not an object: {type(option).__name__}")
+        return reject(NAME, f"rental option is not an object: {type(option).__name__}", option)
     raw = {k: v for k, v in option.items() if k != SUPPLIER_COST}
     gpu, form, region = (option.get(f) for f in ("gpuType", "gpuFormFactor", "region"))
     if not (isinstance(gpu, str) and gpu.strip() and isinstance(form, str) and form.strip()
             and isinstance(region, str) and region.strip()):
-        return _reject(raw, "rental option without gpuType, gpuFormFactor and region")
+        return reject(NAME, "rental option without gpuType, gpuFormFactor and region", raw)
     count = _count(option.get("gpuCount"))
     if not count:
-        return _reject(raw, f"gpuCount is not a count of GPUs: {option.get('gpuCount')!r}")
+        return reject(NAME, f"gpuCount is not a count of GPUs: {option.get('gpuCount')!r}", raw)
     machine = option.get("machineType") if is_scalar(option.get("machineType")) else None
     key = f"{region}|{gpu}-{form}|{count}x|{machine}|{PricingModel.ON_DEMAND.value}"
     cents = positive_number(option.get(CUSTOMER_PRICE))
     if cents is None:
-        return _reject(raw, f"{CUSTOMER_PRICE} is not a price: {option.get(CUSTOMER_PRICE)!r}",
-                       key)
+        return reject(NAME, f"{CUSTOMER_PRICE} is not a price: "
+                      f"{option.get(CUSTOMER_PRICE)!r}", raw, key)
     available = _count(option.get("totalAvailable"))
     if option.get("enabled") is False:
         stock = Availability.OUT_OF_STOCK
@@ -245,7 +246,7 @@ def _option(option: Any, capture: Capture) -> ParsedOffer | Reject:
             availability=stock, available_count=available, source_url=capture.url,
             observed_at=capture.fetched_at, provider_data=_option_data(option, node))
     except ValidationError as exc:
-        return _reject(raw, f"invalid offer: {exc.errors()[0]['msg']}", key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", raw, key)
 
 
 def _option_data(option: dict[str, Any], node: dict[str, Any]) -> ProviderData:
@@ -266,8 +267,3 @@ def _count(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
-
-
-def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)

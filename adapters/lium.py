@@ -24,7 +24,6 @@ Reading rules:
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from gpuscout.adapters.toolkit import (
     newest_wins,
     parse_error,
     positive_number,
+    reject,
     require_fields,
     split_results,
 )
@@ -139,28 +139,28 @@ def _book(capture: Capture) -> list[Any]:
 
 def _ask(row: Any) -> _Ask | Reject | None:
     if not isinstance(row, dict):
-        return _reject(f"executor is not an object: {type(row).__name__}", row)
+        return reject(NAME, f"executor is not an object: {type(row).__name__}", row)
     label = row.get("machine_name")
     if not isinstance(label, str) or not label.strip():
-        return _reject("executor without a machine_name", row)
+        return reject(NAME, "executor without a machine_name", row)
     gpus = _whole(row.get("gpu_count"))
     if gpus is None or gpus < 1:
-        return _reject(f"gpu_count is not a GPU count: {row.get('gpu_count')!r}", row)
+        return reject(NAME, f"gpu_count is not a GPU count: {row.get('gpu_count')!r}", row)
     per_gpu = positive_number(row.get("price_per_gpu"))
     if per_gpu is None:
-        return _reject(f"price_per_gpu is not a price: {row.get('price_per_gpu')!r}", row)
+        return reject(NAME, f"price_per_gpu is not a price: {row.get('price_per_gpu')!r}", row)
     tier = row.get("tier")
     model = TIERS.get(tier) if isinstance(tier, str) else None
     if model is None:
-        return _reject(f"unknown tier {tier!r}", row)
+        return reject(NAME, f"unknown tier {tier!r}", row)
     is_spot = as_dict(row.get("specs")).get("is_spot")
     if isinstance(is_spot, bool) and is_spot != (model is PricingModel.SPOT):
-        return _reject(f"tier {tier!r} contradicts specs.is_spot {is_spot}", row)
+        return reject(NAME, f"tier {tier!r} contradicts specs.is_spot {is_spot}", row)
     stated = row.get("available_gpu_count")
     free = gpus if stated is None else _whole(stated)
     if free is None or free > gpus:
-        return _reject(f"available_gpu_count {stated!r} is not a count of the "
-                       f"{gpus} GPUs", row)
+        return reject(NAME, f"available_gpu_count {stated!r} is not a count of the "
+                      f"{gpus} GPUs", row)
     if free == 0:
         return None  # every GPU of the machine is rented: not an ask now
     country = as_dict(row.get("location")).get("country_code")
@@ -206,7 +206,7 @@ def _offer(asks: list[_Ask], capture: Capture) -> ParsedOffer | Reject:
             available_count=len(asks), source_url=capture.url,
             observed_at=capture.fetched_at, provider_data=data)
     except ValidationError as exc:
-        return _reject(f"invalid offer: {exc.errors()[0]['msg']}", best.row, key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", best.row, key)
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -218,8 +218,3 @@ def _whole(value: Any) -> int | None:
     if number is None or number < 0 or number != int(number):
         return None
     return int(number)
-
-
-def _reject(reason: str, raw: Any, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True, default=str),
-                  offer_key=key)

@@ -23,7 +23,6 @@ Reading rules (adapters/snapshots/shadeform/PROVENANCE.md):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -40,6 +39,7 @@ from gpuscout.adapters.toolkit import (
     newest_wins,
     one_price_per_key,
     positive_number,
+    reject,
     require_fields,
     stripped_text,
 )
@@ -113,7 +113,7 @@ def _offers(entry: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Rejec
     if checked is None:
         return [], []  # a CPU instance
     if isinstance(checked, str):
-        return [], [_reject(entry, checked)]
+        return [], [reject(NAME, checked, entry)]
     data = _data(entry, checked.config)
     offers: list[ParsedOffer] = []
     rejects: list[Reject] = []
@@ -122,7 +122,8 @@ def _offers(entry: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Rejec
         if isinstance(result, ParsedOffer):
             offers.append(result)
         else:
-            rejects.append(_reject(entry, *result))
+            reason, key = result
+            rejects.append(reject(NAME, reason, entry, key))
     return offers, rejects
 
 
@@ -214,8 +215,3 @@ def _data(entry: dict[str, Any], config: dict[str, Any]) -> ProviderData:
     if os_options:
         data["os_options"] = ", ".join(os_options)
     return data
-
-
-def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)

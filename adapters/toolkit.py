@@ -7,8 +7,9 @@
   check: a JSON number is never a string, and a page's "1e3" or "inf" is no number.
 - JSON bodies: `json_body` decodes a body, `member` / `envelope` check the object around a
   listing ({"<key>": [...]}), and `require_fields` refuses a listing whose field was renamed.
-- Offers: `split_results` sorts per-row results, `one_price_per_key` is the duplicate-key rule
-  within one response, `newest_wins` the rule across captures.
+- Offers: `reject` is the Reject of a row that is no offer, `split_results` sorts per-row
+  results, `one_price_per_key` is the duplicate-key rule within one response, `newest_wins` the
+  rule across captures.
 - HTML: `node_text` is a node's text with its whitespace collapsed.
 """
 
@@ -176,6 +177,17 @@ def require_fields(provider: str, capture: Capture, records: Iterable[object],
 
 
 # -- offers -------------------------------------------------------------------------------------
+
+
+def reject(provider: str, reason: str, raw: object, key: str | None = None) -> Reject:
+    """The Reject of a row that is no offer: `raw` is the row as the source gave it, kept as it
+    is when it is text (a page's cells, a CSV line) and as sorted-key JSON otherwise (a decoded
+    JSON value; non-ASCII characters stay readable). `key`: the offer the row stands for, when
+    it can be told, so that the offer is not closed as vanished for a row that broke."""
+    text = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str,
+                                                        ensure_ascii=False)
+    return Reject(provider=provider, reason=reason, raw=text, offer_key=key)
+
 
 
 class OneOfferPerKey:

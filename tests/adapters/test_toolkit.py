@@ -29,6 +29,7 @@ from gpuscout.adapters.toolkit import (
     parse_error,
     positive_decimal,
     positive_number,
+    reject,
     require_fields,
     split_results,
 )
@@ -271,6 +272,19 @@ def test_one_offer_per_key_holds() -> None:
     book.add(_offer("a", 3.0))
     assert not book.holds("a", 2.0) and book.offers() == []
     assert not OneOfferPerKey("p", repeat_reason="twice").holds("a", 2.0)
+
+
+def test_reject_keeps_text_as_it_is_and_writes_json_values_with_sorted_keys() -> None:
+    cells = '<tr><td>8x "H100"</td></tr>'
+    assert reject("testprov", "no price", cells) == Reject(
+        provider="testprov", reason="no price", raw=cells, offer_key=None)
+    row = {"price": None, "gpu": "H100 Ä", "n": [2, 1]}
+    got = reject("testprov", "price is not a price: None", row, "H100|1x")
+    assert (got.raw, got.offer_key) == (
+        '{"gpu": "H100 Ä", "n": [2, 1], "price": null}', "H100|1x")
+    assert json.loads(got.raw) == row
+    # anything else a parser holds (a number, a list) is JSON too, never a Python repr
+    assert reject("testprov", "r", [1.5, None]).raw == "[1.5, null]"
 
 
 def test_split_results_keeps_order_and_drops_none() -> None:
