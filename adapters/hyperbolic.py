@@ -7,6 +7,12 @@ model (`hardware.gpus[]`), `gpus_reserved` of them rented out, and one price per
 GPUs of a node, so each node yields one offer of one GPU at that price, with the free GPUs as
 `available_count` and the node's size in provider_data.
 
+The two sources are fetched and read apart (`toolkit.fetch_apart`, `read_apart`): the
+marketplace's format is attested only by 2025 evidence, the rental options' by a capture of
+2026-08-29. When one cannot be fetched or read, the other still loads, the result is incomplete
+(nothing vanished is closed, the failed part's offers stay as they were), and a failed read is
+a Reject naming the part; only when neither answers does the refresh fail.
+
 Reading rules (adapters/snapshots/hyperbolic/PROVENANCE.md):
 - Hyperbolic sells these nodes as "spot" ("Spot Instances: rent GPU instances at discounted
   rates", next to "On-Demand Instances ... with guaranteed availability", official CLI), and
@@ -49,12 +55,14 @@ from gpuscout.adapters.toolkit import (
     as_dict,
     as_list,
     envelope,
+    fetch_apart,
     is_scalar,
     json_body,
     newest_wins,
     one_price_per_key,
     parse_error,
     positive_number,
+    read_apart,
     reject,
     require_fields,
     split_results,
@@ -72,6 +80,7 @@ from gpuscout.core.models import (
 MARKETPLACE_URL = "https://api.hyperbolic.xyz/v1/marketplace"
 RENTAL_OPTIONS_URL = "https://api.hyperbolic.ai/v2/alpha/on-demand/rental-options"
 LIST_ALL = {"filters": {}}  # what the official CLI and AgentKit send: every node
+MARKETPLACE, OPTIONS = "marketplace", "on-demand rental options"  # the two sources
 
 NAME = "hyperbolic"
 SOURCE_KIND: SourceKind = "api"
@@ -87,18 +96,24 @@ HOURLY = "hourly"
 
 
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
+    """The marketplace and the on-demand options, each on its own: one that fails (the
+    marketplace's evidence is from 2025) leaves the other to load."""
     key = creds.get("HYPERBOLIC_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else None
-    return [client.post_json(MARKETPLACE_URL, LIST_ALL, headers=headers),
-            client.get(RENTAL_OPTIONS_URL, headers={"Accept": "application/json"})]
+    return fetch_apart(NAME, {
+        MARKETPLACE: lambda: client.post_json(MARKETPLACE_URL, LIST_ALL, headers=headers),
+        OPTIONS: lambda: client.get(RENTAL_OPTIONS_URL, headers={"Accept": "application/json"}),
+    })
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
-    """Offers from every listing; when captures repeat an offer key, the newest one wins. The
-    result is complete only when both the marketplace and the on-demand options were read."""
-    result = newest_wins(captures, _read)
-    read = {_is_options(c) for c in captures}
-    return result.model_copy(update={"complete": result.complete and read == {True, False}})
+    """Offers of the marketplace and of the on-demand options, each read on its own (within
+    one, when captures repeat an offer key the newest wins). The result is complete only when
+    both were read: a part missing or unreadable closes nothing, and the other still loads."""
+    parts = {MARKETPLACE: [c for c in captures if not _is_options(c)],
+             OPTIONS: [c for c in captures if _is_options(c)]}
+    result, read = read_apart(NAME, parts, lambda part: newest_wins(part, _read))
+    return result.model_copy(update={"complete": result.complete and len(read) == len(parts)})
 
 
 def _is_options(capture: Capture) -> bool:
