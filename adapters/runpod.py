@@ -167,6 +167,8 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
     result, read = read_apart(NAME, parts, lambda part: newest_wins(part, _read))
     if GRAPHQL in read:
         return result.model_copy(update={"complete": True})
+    if not parts[REST]:
+        return result  # nothing read at all
     notice = reject(NAME, SPOT_NOT_READ, parts[REST][0].url)
     return result.model_copy(update={"rejects": [*result.rejects, notice], "complete": False})
 

@@ -20,7 +20,7 @@ from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import FetchError, ParseError
-from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
+from gpuscout.core.models import Availability, ParsedOffer, ParseResult, PriceKind, PricingModel
 from gpuscout.pipeline.refresh import Source, collect, load, new_run_id
 from gpuscout.pipeline.settings import Settings
 from gpuscout.warehouse.connection import connect
@@ -571,3 +571,7 @@ def test_a_rest_only_refresh_closes_no_spot_offer(tmp_path: Path,
                                   ).fetchall()
     assert open_now == [("on_demand", 15), ("spot", 15)]
     assert quarantined == [(runpod.SPOT_NOT_READ,)]
+
+
+def test_nothing_to_read_is_no_offer_and_no_notice() -> None:
+    assert runpod.parse([]) == ParseResult()
