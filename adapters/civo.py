@@ -42,6 +42,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_decimal,
+    reject,
     split_results,
 )
 from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, ProviderData, Reject
@@ -132,24 +133,24 @@ def _row(label: str, heads: list[str], tr: LexborNode) -> _Row | Reject:
     raw = tr.html or ""
     tds = tr.css("td")
     if len(tds) != len(heads):
-        return _reject(f"{label}: expected {len(heads)} cells, found {len(tds)}", raw)
+        return reject(NAME, f"{label}: expected {len(heads)} cells, found {len(tds)}", raw)
     cells = dict(zip(heads, tds, strict=True))
     size_cell = cells[SIZE_COLUMN]
     detail_node = size_cell.css_first("div.product-detail")
     detail = node_text(detail_node) if detail_node is not None else ""
     match = DETAIL_RE.match(detail)
     if match is None:
-        return _reject(f"{label}: row without an 'N x NVIDIA <model>' product detail "
-                       f"({detail!r})", raw)
+        return reject(NAME, f"{label}: row without an 'N x NVIDIA <model>' product detail "
+                      f"({detail!r})", raw)
     gpus, model = int(match.group(1)), match.group(2)
     if gpus < 1:
-        return _reject(f"{label}: product detail states {gpus} GPUs", raw)
+        return reject(NAME, f"{label}: product detail states {gpus} GPUs", raw)
     # The A100 40GB and 80GB tables differ only by memory: a row must name its table's GPU.
     caption_words = label.split()
     memories = MEMORY_RE.findall(label)
     if model.split()[0] != caption_words[1] or any(m not in MEMORY_RE.findall(model)
                                                    for m in memories):
-        return _reject(f"{label}: product detail {detail!r} names another GPU", raw)
+        return reject(NAME, f"{label}: product detail {detail!r} names another GPU", raw)
     vram = MEMORY_RE.search(model)
     size = node_text(size_cell).removesuffix(detail).strip()
     return _Row(label=label, size=size, gpus=gpus,
@@ -162,20 +163,20 @@ def _offers(capture: Capture, row: _Row) -> list[ParsedOffer | Reject]:
     base = f"{row.label}|{row.gpus}x"
     on_demand = _prints(row.cells[ON_DEMAND_COLUMN])
     if on_demand is None:
-        results.append(_reject(f"{row.label} {row.size}: on-demand cell without exactly one "
-                               "hourly price", row.raw, f"{base}|on_demand"))
+        results.append(reject(NAME, f"{row.label} {row.size}: on-demand cell without exactly one "
+                              "hourly price", row.raw, f"{base}|on_demand"))
     else:
         results.append(_offer(capture, row, f"{base}|on_demand", PricingModel.ON_DEMAND,
                               on_demand, None))
     terms = _terms(row.cells[COMMITMENT_COLUMN])
     if not terms:
-        results.append(_reject(f"{row.label} {row.size}: commitment cell without "
-                               "'<N>_months' terms, or with a price outside them", row.raw))
+        results.append(reject(NAME, f"{row.label} {row.size}: commitment cell without "
+                              "'<N>_months' terms, or with a price outside them", row.raw))
     for months, prints in terms:
         key = f"{base}|reserved|{months} months"
         if prints is None:
-            results.append(_reject(f"{row.label} {row.size}: {months}-month term without "
-                                   "exactly one hourly price", row.raw, key))
+            results.append(reject(NAME, f"{row.label} {row.size}: {months}-month term without "
+                                  "exactly one hourly price", row.raw, key))
         else:
             results.append(_offer(capture, row, key, PricingModel.RESERVED, prints, months))
     return [r for r in results if r is not None]
@@ -208,7 +209,7 @@ def _offer(capture: Capture, row: _Row, key: str, model: PricingModel,
         return None
     match = HOURLY_RE.match(hourly)
     if match is None:
-        return _reject(f"{row.label} {row.size}: unrecognised price {hourly!r}", row.raw, key)
+        return reject(NAME, f"{row.label} {row.size}: unrecognised price {hourly!r}", row.raw, key)
     price = float(match.group(1).replace(",", ""))
     data: ProviderData = {"size": row.size, "price_per_gpu_hour": round(price / row.gpus, 6)}
     if months is not None:
@@ -232,8 +233,4 @@ def _offer(capture: Capture, row: _Row, key: str, model: PricingModel,
             disk_gb=positive_decimal(disk_gb.group(1)) if disk_gb is not None else None,
             source_url=capture.url, observed_at=capture.fetched_at, provider_data=data)
     except ValidationError as exc:
-        return _reject(f"invalid offer: {exc.errors()[0]['msg']}", row.raw, key)
-
-
-def _reject(reason: str, raw: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=raw, offer_key=key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", row.raw, key)

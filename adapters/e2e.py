@@ -48,6 +48,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_number,
+    reject,
     split_results,
     stripped_text,
 )
@@ -149,12 +150,12 @@ def _table_row(capture: Capture, heads: list[str], tr: LexborNode,
     raw = tr.html or ""
     texts = [node_text(td) for td in tr.css("td")]
     if len(texts) != len(heads):
-        return [_reject(f"expected {len(heads)} cells, found {len(texts)}", raw)]
+        return [reject(NAME, f"expected {len(heads)} cells, found {len(texts)}", raw)]
     cells = dict(zip(heads, texts, strict=True))
     label = cells[ITEM]
     specs = [cells[c] for c in (VRAM, VCPUS, RAM)]
     if not label or not all(INT_RE.match(s) for s in specs):
-        return [_reject(f"row {label!r} without whole vRAM, vCPUs and RAM: {specs}", raw)]
+        return [reject(NAME, f"row {label!r} without whole vRAM, vCPUs and RAM: {specs}", raw)]
     vram, vcpus, ram = (float(s) for s in specs)
     results: list[ParsedOffer | Reject] = []
     for column, (model, hours, term) in PRICE_COLUMNS.items():
@@ -165,8 +166,8 @@ def _table_row(capture: Capture, heads: list[str], tr: LexborNode,
         key_base = f"{label}|{vram:g}GB"
         if match is None:
             key = f"{key_base}|{model.value}" + (f"|{term}" if term else "")
-            results.append(_reject(f"{label} {vram:g}GB: unrecognised price {text!r} "
-                                   f"({column})", raw, key))
+            results.append(reject(NAME, f"{label} {vram:g}GB: unrecognised price {text!r} "
+                                  f"({column})", raw, key))
             continue
         currency = CURRENCY_BY_SYMBOL[match.group(1)]
         amount = float(match.group(2).replace(",", ""))
@@ -193,7 +194,7 @@ def _catalog(capture: Capture, tree: LexborHTMLParser) -> list[ParsedOffer | Rej
         try:
             doc = json.loads(text)
         except ValueError as exc:
-            results.append(_reject(f"ld+json block is not JSON ({exc})", text[:200]))
+            results.append(reject(NAME, f"ld+json block is not JSON ({exc})", text[:200]))
             continue
         results += [_ld_offer(capture, offer) for offer in _offers_in(doc)]
     return results
@@ -217,7 +218,7 @@ def _ld_offer(capture: Capture, offer: dict[str, Any]) -> ParsedOffer | Reject:
     raw = json.dumps(offer, sort_keys=True)
     name = stripped_text(offer.get("name")) or ""
     if not name.endswith(LD_NAME_SUFFIX):
-        return _reject(f"GPU offer name {name!r} does not end in {LD_NAME_SUFFIX!r}", raw)
+        return reject(NAME, f"GPU offer name {name!r} does not end in {LD_NAME_SUFFIX!r}", raw)
     label = name.removesuffix(LD_NAME_SUFFIX)
     spec = as_dict(offer.get("priceSpecification"))
     price = positive_number(offer.get("price", spec.get("price")))
@@ -225,13 +226,13 @@ def _ld_offer(capture: Capture, offer: dict[str, Any]) -> ParsedOffer | Reject:
     description = stripped_text(as_dict(offer.get("itemOffered")).get("description")) or ""
     sizes = LD_SPEC_RE.match(description)
     if spec.get("unitText") != "per hour":
-        return _reject(f"{name}: unitText {spec.get('unitText')!r} is not 'per hour'", raw)
+        return reject(NAME, f"{name}: unitText {spec.get('unitText')!r} is not 'per hour'", raw)
     if price is None:
-        return _reject(f"{name}: price {offer.get('price')!r} is not a price", raw)
+        return reject(NAME, f"{name}: price {offer.get('price')!r} is not a price", raw)
     if not isinstance(currency, str) or not CURRENCY_RE.match(currency):
-        return _reject(f"{name}: no priceCurrency ({currency!r})", raw)
+        return reject(NAME, f"{name}: no priceCurrency ({currency!r})", raw)
     if sizes is None:
-        return _reject(f"{name}: unrecognised description {description!r}", raw)
+        return reject(NAME, f"{name}: unrecognised description {description!r}", raw)
     vram, vcpus, ram = (float(g) for g in sizes.groups())
     data: ProviderData = {"price_list": "ld+json offer catalog"}
     for field in ("url", "availability"):
@@ -255,8 +256,4 @@ def _offer(capture: Capture, *, key: str, label: str, vram: float, vcpus: float,
             vcpus=vcpus, ram_gb=ram, billing_increment_s=increment, source_url=capture.url,
             observed_at=capture.fetched_at, provider_data=data)
     except ValidationError as exc:
-        return _reject(f"invalid offer: {exc.errors()[0]['msg']}", raw, key)
-
-
-def _reject(reason: str, raw: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=raw, offer_key=key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", raw, key)

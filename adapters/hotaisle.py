@@ -23,7 +23,6 @@ Reading rules (adapters/snapshots/hotaisle/PROVENANCE.md):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -40,6 +39,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_number,
+    reject,
     require_fields,
 )
 from gpuscout.core.errors import MissingCredentialsError
@@ -138,34 +138,34 @@ def _items(capture: Capture) -> list[Any]:
 
 def _offer(item: Any, kind: Kind, capture: Capture) -> ParsedOffer | Reject | None:
     if not isinstance(item, dict):
-        return _reject(f"machine type is not an object: {type(item).__name__}", item)
+        return reject(NAME, f"machine type is not an object: {type(item).__name__}", item)
     specs = item.get("Specs")
     if not isinstance(specs, dict):
-        return _reject(f"Specs is not an object: {specs!r}", item)
+        return reject(NAME, f"Specs is not an object: {specs!r}", item)
     gpus = specs.get("gpus")
     if gpus is None or gpus == []:
         return None  # a CPU-only machine
     if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
-        return _reject(f"Specs.gpus is not a list of GPUs: {gpus!r}", item)
+        return reject(NAME, f"Specs.gpus is not a list of GPUs: {gpus!r}", item)
     names = [g.get("model") for g in gpus]
     if not all(isinstance(m, str) and m.strip() for m in names):
-        return _reject(f"GPU without a model: {names!r}", item)
+        return reject(NAME, f"GPU without a model: {names!r}", item)
     models = {" ".join(m.split()) for m in names}
     if len(models) != 1:
-        return _reject(f"machine with several GPU models: {sorted(models)}", item)
+        return reject(NAME, f"machine with several GPU models: {sorted(models)}", item)
     model = models.pop()
     counts = [finite_number(g.get("count")) for g in gpus]
     if any(c is None or c <= 0 or c != int(c) for c in counts):
-        return _reject(f"GPU count is not a count: {[g.get('count') for g in gpus]!r}", item)
+        return reject(NAME, f"GPU count is not a count: {[g.get('count') for g in gpus]!r}", item)
     count = int(sum(c for c in counts if c is not None))
     cents = positive_number(item.get("OnDemandPrice"))
     if cents is None:
-        return _reject(f"OnDemandPrice is not a price: {item.get('OnDemandPrice')!r}", item)
+        return reject(NAME, f"OnDemandPrice is not a price: {item.get('OnDemandPrice')!r}", item)
     cores = positive_number(specs.get("cpu_cores"))
     ram, disk = (positive_number(specs.get(f)) for f in ("ram_capacity", "disk_capacity"))
     quantity = finite_number(item.get("Quantity"))
     if quantity is not None and (quantity < 0 or quantity != int(quantity)):
-        return _reject(f"Quantity is not a count: {item.get('Quantity')!r}", item)
+        return reject(NAME, f"Quantity is not a count: {item.get('Quantity')!r}", item)
     ram_gb = ram / GIB if ram is not None else None
     disk_gb = disk / GIB if disk is not None else None
     # No type name exists: the key is the machine's shape (kind, GPU, cores, GB of RAM, disk).
@@ -191,7 +191,7 @@ def _offer(item: Any, kind: Kind, capture: Capture) -> ParsedOffer | Reject | No
             source_url=capture.url, observed_at=capture.fetched_at, provider_data=data,
         )
     except ValidationError as exc:
-        return _reject(f"invalid offer: {exc.errors()[0]['msg']}", item, key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", item, key)
 
 
 def _shape(value: float | None) -> str:
@@ -214,8 +214,3 @@ def _cpu_model(cpus: Any) -> str | None:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _reject(reason: str, raw: Any, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)

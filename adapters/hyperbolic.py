@@ -7,6 +7,12 @@ model (`hardware.gpus[]`), `gpus_reserved` of them rented out, and one price per
 GPUs of a node, so each node yields one offer of one GPU at that price, with the free GPUs as
 `available_count` and the node's size in provider_data.
 
+The two sources are fetched and read apart (`toolkit.fetch_apart`, `read_apart`): the
+marketplace's format is attested only by 2025 evidence, the rental options' by a capture of
+2026-08-29. When one cannot be fetched or read, the other still loads, the result is incomplete
+(nothing vanished is closed, the failed part's offers stay as they were), and a failed read is
+a Reject naming the part; only when neither answers does the refresh fail.
+
 Reading rules (adapters/snapshots/hyperbolic/PROVENANCE.md):
 - Hyperbolic sells these nodes as "spot" ("Spot Instances: rent GPU instances at discounted
   rates", next to "On-Demand Instances ... with guaranteed availability", official CLI), and
@@ -49,12 +55,15 @@ from gpuscout.adapters.toolkit import (
     as_dict,
     as_list,
     envelope,
+    fetch_apart,
     is_scalar,
     json_body,
     newest_wins,
     one_price_per_key,
     parse_error,
     positive_number,
+    read_apart,
+    reject,
     require_fields,
     split_results,
 )
@@ -71,6 +80,7 @@ from gpuscout.core.models import (
 MARKETPLACE_URL = "https://api.hyperbolic.xyz/v1/marketplace"
 RENTAL_OPTIONS_URL = "https://api.hyperbolic.ai/v2/alpha/on-demand/rental-options"
 LIST_ALL = {"filters": {}}  # what the official CLI and AgentKit send: every node
+MARKETPLACE, OPTIONS = "marketplace", "on-demand rental options"  # the two sources
 
 NAME = "hyperbolic"
 SOURCE_KIND: SourceKind = "api"
@@ -86,18 +96,24 @@ HOURLY = "hourly"
 
 
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
+    """The marketplace and the on-demand options, each on its own: one that fails (the
+    marketplace's evidence is from 2025) leaves the other to load."""
     key = creds.get("HYPERBOLIC_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else None
-    return [client.post_json(MARKETPLACE_URL, LIST_ALL, headers=headers),
-            client.get(RENTAL_OPTIONS_URL, headers={"Accept": "application/json"})]
+    return fetch_apart(NAME, {
+        MARKETPLACE: lambda: client.post_json(MARKETPLACE_URL, LIST_ALL, headers=headers),
+        OPTIONS: lambda: client.get(RENTAL_OPTIONS_URL, headers={"Accept": "application/json"}),
+    })
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
-    """Offers from every listing; when captures repeat an offer key, the newest one wins. The
-    result is complete only when both the marketplace and the on-demand options were read."""
-    result = newest_wins(captures, _read)
-    read = {_is_options(c) for c in captures}
-    return result.model_copy(update={"complete": result.complete and read == {True, False}})
+    """Offers of the marketplace and of the on-demand options, each read on its own (within
+    one, when captures repeat an offer key the newest wins). The result is complete only when
+    both were read: a part missing or unreadable closes nothing, and the other still loads."""
+    parts = {MARKETPLACE: [c for c in captures if not _is_options(c)],
+             OPTIONS: [c for c in captures if _is_options(c)]}
+    result, read = read_apart(NAME, parts, lambda part: newest_wins(part, _read))
+    return result.model_copy(update={"complete": result.complete and len(read) == len(parts)})
 
 
 def _is_options(capture: Capture) -> bool:
@@ -118,35 +134,35 @@ def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
 
 def _offer(node: Any, capture: Capture) -> ParsedOffer | Reject | None:
     if not isinstance(node, dict):
-        return _reject(node, f"node is not an object: {type(node).__name__}")
+        return reject(NAME, f"node is not an object: {type(node).__name__}", node)
     node_id = node.get("id")
     if not isinstance(node_id, str) or not node_id.strip():
-        return _reject(node, "node without an id")
+        return reject(NAME, "node without an id", node)
     hardware = as_dict(node.get("hardware"))
     gpus = [g for g in as_list(hardware.get("gpus")) if isinstance(g, dict)]
     total = _count(node.get("gpus_total"))
     if total is None:
-        return _reject(node, f"gpus_total is not a count: {node.get('gpus_total')!r}")
+        return reject(NAME, f"gpus_total is not a count: {node.get('gpus_total')!r}", node)
     if total == 0 and not gpus:
         return None  # a CPU node
     models = {json.dumps(g.get("model")) for g in gpus}
     label = gpus[0].get("model") if len(models) == 1 else None
     if not isinstance(label, str) or not label.strip():
         named = ", ".join(sorted(models)) or "none"
-        return _reject(node, f"node does not name one GPU model: {named}")
+        return reject(NAME, f"node does not name one GPU model: {named}", node)
     if total == 0:
-        return _reject(node, "gpus_total is 0 on a node with GPUs")
+        return reject(NAME, "gpus_total is 0 on a node with GPUs", node)
     reserved = _count(node.get("gpus_reserved"))
     if reserved is None or reserved > total:
-        return _reject(node, f"gpus_reserved {node.get('gpus_reserved')!r} is not a count of "
-                             f"the node's {total} GPUs")
+        return reject(NAME, f"gpus_reserved {node.get('gpus_reserved')!r} is not a count of "
+                      f"the node's {total} GPUs", node)
     price = as_dict(as_dict(node.get("pricing")).get("price"))
     period = price.get("period")
     if period != HOURLY:
-        return _reject(node, f"price period is {period!r}, not {HOURLY!r}")
+        return reject(NAME, f"price period is {period!r}, not {HOURLY!r}", node)
     cents = positive_number(price.get("amount"))
     if cents is None:
-        return _reject(node, f"price amount is not a price: {price.get('amount')!r}")
+        return reject(NAME, f"price amount is not a price: {price.get('amount')!r}", node)
     free = 0 if node.get("reserved") is True else total - reserved
     region = as_dict(node.get("location")).get("region")
     key = f"{node_id}|{PricingModel.SPOT.value}"
@@ -163,7 +179,7 @@ def _offer(node: Any, capture: Capture) -> ParsedOffer | Reject | None:
             available_count=free, source_url=capture.url, observed_at=capture.fetched_at,
             provider_data=_data(node, hardware, gpus, total, reserved, price))
     except ValidationError as exc:
-        return _reject(node, f"invalid offer: {exc.errors()[0]['msg']}", key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", node, key)
 
 
 def _data(node: dict[str, Any], hardware: dict[str, Any], gpus: list[dict[str, Any]],
@@ -210,21 +226,21 @@ def _read_options(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
 
 def _option(option: Any, capture: Capture) -> ParsedOffer | Reject:
     if not isinstance(option, dict):
-        return _reject(option, f"rental option is not an object: {type(option).__name__}")
+        return reject(NAME, f"rental option is not an object: {type(option).__name__}", option)
     raw = {k: v for k, v in option.items() if k != SUPPLIER_COST}
     gpu, form, region = (option.get(f) for f in ("gpuType", "gpuFormFactor", "region"))
     if not (isinstance(gpu, str) and gpu.strip() and isinstance(form, str) and form.strip()
             and isinstance(region, str) and region.strip()):
-        return _reject(raw, "rental option without gpuType, gpuFormFactor and region")
+        return reject(NAME, "rental option without gpuType, gpuFormFactor and region", raw)
     count = _count(option.get("gpuCount"))
     if not count:
-        return _reject(raw, f"gpuCount is not a count of GPUs: {option.get('gpuCount')!r}")
+        return reject(NAME, f"gpuCount is not a count of GPUs: {option.get('gpuCount')!r}", raw)
     machine = option.get("machineType") if is_scalar(option.get("machineType")) else None
     key = f"{region}|{gpu}-{form}|{count}x|{machine}|{PricingModel.ON_DEMAND.value}"
     cents = positive_number(option.get(CUSTOMER_PRICE))
     if cents is None:
-        return _reject(raw, f"{CUSTOMER_PRICE} is not a price: {option.get(CUSTOMER_PRICE)!r}",
-                       key)
+        return reject(NAME, f"{CUSTOMER_PRICE} is not a price: "
+                      f"{option.get(CUSTOMER_PRICE)!r}", raw, key)
     available = _count(option.get("totalAvailable"))
     if option.get("enabled") is False:
         stock = Availability.OUT_OF_STOCK
@@ -245,7 +261,7 @@ def _option(option: Any, capture: Capture) -> ParsedOffer | Reject:
             availability=stock, available_count=available, source_url=capture.url,
             observed_at=capture.fetched_at, provider_data=_option_data(option, node))
     except ValidationError as exc:
-        return _reject(raw, f"invalid offer: {exc.errors()[0]['msg']}", key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", raw, key)
 
 
 def _option_data(option: dict[str, Any], node: dict[str, Any]) -> ProviderData:
@@ -266,8 +282,3 @@ def _count(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
-
-
-def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)

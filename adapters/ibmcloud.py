@@ -32,7 +32,6 @@ Reading rules:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -53,6 +52,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_number,
+    reject,
     require_fields,
     split_results,
     stripped_text,
@@ -143,17 +143,18 @@ def _resources(capture: Capture) -> tuple[dict[str, Any], list[Any]]:
 def _region(resource: Any, capture: Capture) -> tuple[list[ParsedOffer | Reject | None], int]:
     """The results of one deployment's meters, and how many profile meters it carries."""
     if not isinstance(resource, dict):
-        return [_reject(f"deployment is not an object: {type(resource).__name__}", resource)], 0
+        return [reject(NAME, f"deployment is not an object: {type(resource).__name__}",
+                       resource)], 0
     region = stripped_text(resource.get("deployment_region"))
     if region is None:
-        return [_reject("deployment without a deployment_region", resource)], 0
+        return [reject(NAME, "deployment without a deployment_region", resource)], 0
     metered = [(m, match) for m in as_list(resource.get("metrics"))
                if (match := _meter(m)) is not None]
     results: list[ParsedOffer | Reject | None] = [
         _offer(resource, region, metric, match, capture) for metric, match in metered]
     if not any(match["meter"] == "instance-hours" for _, match in metered):
-        results.append(_reject(f"region {region} has no on-demand price "
-                               "(no part-is.instance-hours-<profile> meter)", resource))
+        results.append(reject(NAME, f"region {region} has no on-demand price "
+                              "(no part-is.instance-hours-<profile> meter)", resource))
     return results, len(metered)
 
 
@@ -171,16 +172,17 @@ def _offer(resource: dict[str, Any], region: str, metric: Any, match: re.Match[s
     key = f"{profile}|{region}|{model.value}"
     gpus = PROFILES.get(profile)
     if gpus is None:
-        return _reject(f"profile {profile} is not in PROFILES (GPU count unknown)", metric, key)
+        return reject(NAME, f"profile {profile} is not in PROFILES (GPU count unknown)",
+                      metric, key)
     problem = _unit_problem(metric) or _effect_problem(metric, capture.fetched_at)
     if problem is not None:
-        return _reject(f"{region} {match.string}: {problem}", metric, key)
+        return reject(NAME, f"{region} {match.string}: {problem}", metric, key)
     amount = _usa_amount(metric)
     if amount is None:
-        return _reject(f"{region} {match.string}: no {PRICE_COUNTRY} amount", metric, key)
+        return reject(NAME, f"{region} {match.string}: no {PRICE_COUNTRY} amount", metric, key)
     price = _single_tier_price(amount)
     if isinstance(price, str):
-        return _reject(f"{region} {match.string}: {price}", metric, key)
+        return reject(NAME, f"{region} {match.string}: {price}", metric, key)
     data = _provider_data(resource, metric, amount, price, gpus)
     try:
         return ParsedOffer(
@@ -189,7 +191,7 @@ def _offer(resource: dict[str, Any], region: str, metric: Any, match: re.Match[s
             currency=str(amount.get("currency")), price_kind=PriceKind.LISTED, region=region,
             source_url=capture.url, observed_at=capture.fetched_at, provider_data=data)
     except ValidationError as exc:
-        return _reject(f"invalid offer: {exc.errors()[0]['msg']}", metric, key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", metric, key)
 
 
 def _unit_problem(metric: dict[str, Any]) -> str | None:
@@ -267,9 +269,3 @@ def _instant(value: object) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
-
-
-def _reject(reason: str, raw: Any, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True, default=str),
-                  offer_key=key)
-

@@ -19,7 +19,6 @@ Reading rules (adapters/snapshots/jarvislabs/PROVENANCE.md):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,6 +34,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_number,
+    reject,
     require_fields,
 )
 from gpuscout.core.errors import MissingCredentialsError
@@ -110,12 +110,12 @@ def _server_meta(capture: Capture) -> tuple[str, list[Any]]:
 def _offers(row: Any, capture: Capture,
             currency: str) -> tuple[list[ParsedOffer], list[Reject]]:
     if not isinstance(row, dict):
-        return [], [_reject(row, "server_meta row is not an object")]
+        return [], [reject(NAME, "server_meta row is not an object", row)]
     gpu_type, region = row.get("gpu_type"), row.get("region")
     if not isinstance(gpu_type, str) or not gpu_type.strip():
-        return [], [_reject(row, "row without a gpu_type")]
+        return [], [reject(NAME, "row without a gpu_type", row)]
     if not isinstance(region, str) or not region.strip():
-        return [], [_reject(row, "row without a region")]
+        return [], [reject(NAME, "row without a region", row)]
     workload = row.get("workload_type")
     workload_key = workload if isinstance(workload, str) and workload else "unspecified"
     offers: list[ParsedOffer] = []
@@ -125,15 +125,16 @@ def _offers(row: Any, capture: Capture,
         key = f"{gpu_type}|{region}|{workload_key}|{model.value}"
         if value is None:
             if model is PricingModel.ON_DEMAND:
-                rejects.append(_reject(row, "price_per_hour is null: no on-demand price", key))
+                rejects.append(reject(NAME, "price_per_hour is null: no on-demand price", row,
+                                      key))
             continue  # a null or absent spot_price: no spot offer
         if model is PricingModel.SPOT and workload == "vm":
-            rejects.append(_reject(row, "spot_price on a VM row: spot is sold for GPU "
-                                   "containers only", key))
+            rejects.append(reject(NAME, "spot_price on a VM row: spot is sold for GPU "
+                                  "containers only", row, key))
             continue
         price = positive_number(value)
         if price is None:
-            rejects.append(_reject(row, f"{field} is not a price: {value!r}", key))
+            rejects.append(reject(NAME, f"{field} is not a price: {value!r}", row, key))
             continue
         free = next((n for n in (_count(row.get(f)) for f in capacity_fields)
                      if n is not None), None)
@@ -141,7 +142,7 @@ def _offers(row: Any, capture: Capture,
             offers.append(_offer(row, capture, key=key, model=model, price=price,
                                  currency=currency, free=free))
         except ValidationError as exc:
-            rejects.append(_reject(row, f"invalid offer: {exc.errors()[0]['msg']}", key))
+            rejects.append(reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", row, key))
     return offers, rejects
 
 
@@ -196,8 +197,3 @@ def _gb(value: Any) -> float | None:
         return None
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:GB)?\s*", value, re.IGNORECASE)
     return float(m.group(1)) if m and float(m.group(1)) > 0 else None
-
-
-def _reject(row: Any, reason: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, offer_key=key,
-                  raw=json.dumps(row, sort_keys=True))

@@ -42,6 +42,7 @@ from gpuscout.adapters.toolkit import (
     newest_wins,
     parse_error,
     positive_decimal,
+    reject,
     split_results,
 )
 from gpuscout.core.models import (
@@ -176,27 +177,27 @@ def _row(capture: Capture, label: str, count: int, copies: list[_Copy]) -> Parse
     key = f"{label}|{count}x"
     raw = "\n".join(c.text for c in copies)
     if not label or count < 1:
-        return _reject(f"row key without a label or GPU count: {label!r} x{count}", raw, key)
+        return reject(NAME, f"row key without a label or GPU count: {label!r} x{count}", raw, key)
     wrong = [c.qty for c in copies if c.qty is not None and c.qty != count]
     if wrong:
-        return _reject(f"quantity x{wrong[0]} contradicts the row key x{count}", raw, key)
+        return reject(NAME, f"quantity x{wrong[0]} contradicts the row key x{count}", raw, key)
     several = [c for c in copies if len(c.prices) > 1]
     if several:
-        return _reject(f"{several[0].variant} copy shows {len(several[0].prices)} prices "
-                       f"{several[0].prices}: which one holds is not stated", raw, key)
+        return reject(NAME, f"{several[0].variant} copy shows {len(several[0].prices)} prices "
+                      f"{several[0].prices}: which one holds is not stated", raw, key)
     priced = [c for c in copies if c.prices]
     if not priced:
         if any(c.request for c in copies):
-            return _reject(CONTACT_REASON, raw, key)
-        return _reject("no price in any copy of the row (cells deferred)", raw, key)
+            return reject(NAME, CONTACT_REASON, raw, key)
+        return reject(NAME, "no price in any copy of the row (cells deferred)", raw, key)
     if not all(c.per_hour for c in priced):
-        return _reject(f"price {priced[0].prices[0]} without a '/hr' unit", raw, key)
+        return reject(NAME, f"price {priced[0].prices[0]} without a '/hr' unit", raw, key)
     amounts = {c.prices[0] for c in priced}
     if len({positive_decimal(a) for a in amounts}) > 1:
-        return _reject(f"{CONFLICT_REASON}: {sorted(amounts)}", raw, key)
+        return reject(NAME, f"{CONFLICT_REASON}: {sorted(amounts)}", raw, key)
     price = positive_decimal(priced[0].prices[0])
     if price is None:
-        return _reject(f"price {priced[0].prices[0]!r} is not a price", raw, key)
+        return reject(NAME, f"price {priced[0].prices[0]!r} is not a price", raw, key)
     return _offer(capture, key, label, count, price, priced, copies, raw)
 
 
@@ -223,14 +224,10 @@ def _offer(capture: Capture, key: str, label: str, count: int, price: float,
             interconnect=_interconnect(label, count), source_url=capture.url,
             observed_at=capture.fetched_at, provider_data=data)
     except ValidationError as exc:
-        return _reject(f"invalid offer: {exc.errors()[0]['msg']}", raw, key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", raw, key)
 
 
 def _interconnect(label: str, count: int) -> Interconnect | None:
     if count == 1:
         return Interconnect.SINGLE
     return Interconnect.NVLINK if "nvlink" in label.lower().split() else None
-
-
-def _reject(reason: str, raw: str, key: str) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=raw, offer_key=key)

@@ -21,7 +21,6 @@ Reading rules, each backed by a recorded catalog (adapters/snapshots/ovhcloud/PR
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -40,6 +39,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_number,
+    reject,
     require_fields,
     split_results,
 )
@@ -128,50 +128,50 @@ def _addon(addon: Any, capture: Capture, currency: str,  # noqa: C901
     brick = _brick(addon)
     if brick != GPU_BRICK:
         if _gpu_blob(addon):
-            return _reject(addon, f"GPU under brick {brick!r}: a managed service priced "
-                           "per use, not a GPU instance")
+            return reject(NAME, f"GPU under brick {brick!r}: a managed service priced "
+                          "per use, not a GPU instance", addon)
         return None  # credits, quotas, storage: not offers
     plan = addon.get("planCode")
     if not isinstance(plan, str) or "." not in plan:
-        return _reject(addon, f"planCode {plan!r} has no billing-mode suffix")
+        return reject(NAME, f"planCode {plan!r} has no billing-mode suffix", addon)
     flavor, mode = plan.split(".", 1)
     if mode not in BILLING_MODES:
-        return _reject(addon, f"unknown billing-mode suffix {mode!r}")
+        return reject(NAME, f"unknown billing-mode suffix {mode!r}", addon)
     model, kind, unit, iso = BILLING_MODES[mode]
     key = f"{subsidiary}|{flavor}|{model.value}"
     technical = as_dict(as_dict(addon.get("blobs")).get("technical"))
     if as_dict(technical.get("os")).get("family") == "windows":
-        return _reject(addon, "Windows flavor: the price includes a Windows licence", key)
+        return reject(NAME, "Windows flavor: the price includes a Windows licence", addon, key)
     pricings = [p for p in as_list(addon.get("pricings")) if isinstance(p, dict)]
     if len(pricings) != 1:
-        return _reject(addon, f"{len(pricings)} pricing phases: expected exactly one", key)
+        return reject(NAME, f"{len(pricings)} pricing phases: expected exactly one", addon, key)
     pricing = pricings[0]
     raw_price = pricing.get("price")
     if isinstance(raw_price, bool) or not isinstance(raw_price, int) or raw_price <= 0:
-        return _reject(addon, f"price is not a positive integer: {raw_price!r}", key)
+        return reject(NAME, f"price is not a positive integer: {raw_price!r}", addon, key)
     value = raw_price / PRICE_DIVISOR  # dividing, not x 1e-8: 280000000 -> exactly 2.8
     shown = _shown_price(pricing.get("formattedPrice"))
     if shown is None:
-        return _reject(addon, "formattedPrice has no number: the price scale cannot be "
-                       "checked", key)
+        return reject(NAME, "formattedPrice has no number: the price scale cannot be "
+                      "checked", addon, key)
     if abs(value - shown) > DISPLAY_TOLERANCE:
-        return _reject(addon, f"price {raw_price} (x 1e-8 = {value:g}) disagrees with "
-                       f"formattedPrice {pricing.get('formattedPrice')!r}", key)
+        return reject(NAME, f"price {raw_price} (x 1e-8 = {value:g}) disagrees with "
+                      f"formattedPrice {pricing.get('formattedPrice')!r}", addon, key)
     stated_unit = pricing.get("intervalUnit")
     commercial = as_dict(as_dict(addon.get("blobs")).get("commercial"))
     stated_iso = as_dict(commercial.get("price")).get("interval")
     if stated_unit not in (unit, "none", None) or stated_iso not in (iso, None):
-        return _reject(addon, f"billing period {stated_unit!r}/{stated_iso!r} contradicts "
-                       f"the planCode suffix {mode!r}", key)
+        return reject(NAME, f"billing period {stated_unit!r}/{stated_iso!r} contradicts "
+                      f"the planCode suffix {mode!r}", addon, key)
     gpu = _gpu_blob(addon)
     if positive_number(gpu.get("number")) is None:
-        return _reject(addon, f"GPU count is not positive: {gpu.get('number')!r}", key)
+        return reject(NAME, f"GPU count is not positive: {gpu.get('number')!r}", addon, key)
     try:
         offer = _offer(addon, capture, key=key, flavor=flavor, model=model, kind=kind,
                        value=value, currency=currency, subsidiary=subsidiary, gpu=gpu,
                        technical=technical, pricing=pricing)
     except ValidationError as exc:
-        return _reject(addon, f"invalid offer: {exc.errors()[0]['msg']}", key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", addon, key)
     return offer
 
 
@@ -248,8 +248,3 @@ def _disk_gb(technical: dict[str, Any]) -> float | None:
         if capacity is not None and count is not None:
             total += capacity * count
     return total or None
-
-
-def _reject(addon: Any, reason: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, offer_key=key,
-                  raw=json.dumps(addon, sort_keys=True, ensure_ascii=False))

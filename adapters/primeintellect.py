@@ -41,6 +41,7 @@ from gpuscout.adapters.toolkit import (
     one_price_per_key,
     parse_error,
     positive_number,
+    reject,
     require_fields,
     stripped_text,
 )
@@ -158,25 +159,25 @@ def _page_number(capture: Capture) -> int:
 
 def _offer(item: Any, capture: Capture) -> ParsedOffer | Reject:
     if not isinstance(item, dict):
-        return _reject(item, f"item is not an object: {type(item).__name__}")
+        return reject(NAME, f"item is not an object: {type(item).__name__}", item)
     names: dict[str, str] = {}
     for field in ("provider", "cloudId", "gpuType"):
         value = item.get(field)
         if not isinstance(value, str) or not value.strip():
-            return _reject(item, f"{field} is not a name: {value!r}")
+            return reject(NAME, f"{field} is not a name: {value!r}", item)
         names[field] = value
     cloud, cloud_id, gpu_type = names["provider"], names["cloudId"], names["gpuType"]
     count = item.get("gpuCount")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        return _reject(item, f"gpuCount is not a GPU count: {count!r}")
+        return reject(NAME, f"gpuCount is not a GPU count: {count!r}", item)
     prices = as_dict(item.get("prices"))
     field = "communityPrice" if prices.get("communityPrice") is not None else "onDemand"
     price = positive_number(prices.get(field))
     if price is None:
-        return _reject(item, f"prices.{field} is not a price: {prices.get(field)!r}")
+        return reject(NAME, f"prices.{field} is not a price: {prices.get(field)!r}", item)
     currency = prices.get("currency") or "USD"
     if not isinstance(currency, str) or not re.fullmatch(r"[A-Za-z]{3}", currency):
-        return _reject(item, f"prices.currency is not a currency code: {currency!r}")
+        return reject(NAME, f"prices.currency is not a currency code: {currency!r}", item)
     model = PricingModel.SPOT if item.get("isSpot") is True else PricingModel.ON_DEMAND
     socket = item.get("socket") if isinstance(item.get("socket"), str) else None
     data_center = stripped_text(item.get("dataCenter"))
@@ -200,7 +201,7 @@ def _offer(item: Any, capture: Capture) -> ParsedOffer | Reject:
             source_url=capture.url, observed_at=capture.fetched_at,
             provider_data=_data(item, prices, field))
     except ValidationError as exc:
-        return _reject(item, f"invalid offer: {exc.errors()[0]['msg']}", key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", item, key)
 
 
 def _vram_per_gpu(memory: Any, count: int, gpu_type: str) -> float | None:
@@ -238,8 +239,3 @@ def _data(item: dict[str, Any], prices: dict[str, Any], price_field: str) -> Pro
     if isinstance(disk.get("defaultIncludedInPrice"), bool):
         data["disk_default_included_in_price"] = disk["defaultIncludedInPrice"]
     return data
-
-
-def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)

@@ -1,4 +1,5 @@
-"""RunPod: per-GPU list prices from the public GraphQL API (`gpuTypes`).
+"""RunPod: per-GPU list prices from the public GraphQL API (`gpuTypes`) and, with a key, the
+REST catalog (`/v2/catalog/gpus`).
 
 One GPU type yields up to four offers of one GPU each: Secure Cloud and Community Cloud, each
 on-demand and spot (interruptible, bid). RunPod prices a GPU type per cloud tier, not per region,
@@ -20,14 +21,26 @@ Reading rules, each backed by a recorded payload (adapters/snapshots/runpod/PROV
   with `listed` false is not offered for deployment. A block that cannot be read is a Reject
   that costs no price.
 
+The REST catalog (`GET /v2/catalog/gpus?include=AVAILABILITY&product=POD`, bearer key; the
+schema and example of runpod/docs `api-reference-v2/openapi.json`, no recorded response
+exists) replaces the GraphQL query, which is reported rate-limited since 2026-09 with HTTP 410
+announced for early 2027. Its `gpus[]` carry the same `id`, so its offers have the GraphQL
+offers' keys: `secure`/`community` are the cloud flags, `price.secure`/`price.community` the
+per-GPU on-demand prices (`price.serverless` is the serverless pool's, not a pod's: not read),
+`memory` VRAM, `maxCount` per cloud, and `availability` (NONE/LOW/MEDIUM/HIGH) and
+`dataCenters` the stock of the cloud the request names (`cloud`, upstream default SECURE):
+they go to that cloud's offers only. It has no spot or bid price.
+
+- Without RUNPOD_API_KEY, `fetch()` asks GraphQL alone; 410 and 429 become a FetchError that
+  says so and that a key would read the REST catalog.
+- With the key, it asks both, each on its own (`toolkit.fetch_apart`): the REST catalog, and
+  GraphQL for what only it has (spot and bid prices, stock per type). Either that fails leaves
+  the other: GraphQL alone is the whole listing; the REST catalog alone has no spot, so that
+  result is incomplete (no spot offer is closed as vanished) and a Reject says why. Where both
+  answer, GraphQL's offer wins a key both give.
+
 The pricing pages (runpod.io/pricing) are not read: their JSON-LD has no cloud flags, no VRAM
-and no spot prices and covers 19 GPU types, and its `dateModified` lags the capture. `fetch()`
-asks the GraphQL API alone, and a failed fetch fails the refresh (the provider keeps its last
-good data) rather than falling back to a page. The keyless query is reported rate-limited
-since 2026-09, with HTTP 410 announced for early 2027 (no RunPod page of it was found to cite):
-both statuses become a FetchError that says so (a key, when set, is sent with the query). The
-REST catalog that replaces it needs a key and is not read: no recorded response of it was found
-to build a parser on.
+and no spot prices and covers 19 GPU types, and its `dateModified` lags the capture.
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import ValidationError
 
@@ -43,11 +57,16 @@ from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.toolkit import (
     as_dict,
+    as_list,
+    envelope,
+    fetch_apart,
     json_body,
     newest_wins,
     one_price_per_key,
     parse_error,
     positive_number,
+    read_apart,
+    reject,
     require_fields,
 )
 from gpuscout.core.errors import FetchError
@@ -62,6 +81,11 @@ from gpuscout.core.models import (
 )
 
 GRAPHQL_URL = "https://api.runpod.io/graphql"
+REST_URL = "https://api.runpod.io/v2/catalog/gpus"
+# stock for pods, of the cloud REST_CLOUD_PARAM names (its upstream default: SECURE)
+REST_PARAMS = {"include": "AVAILABILITY", "product": "POD"}
+REST_CLOUD_PARAM, REST_DEFAULT_CLOUD = "cloud", "SECURE"
+REST, GRAPHQL = "REST catalog", "GraphQL gpuTypes"  # the two sources
 GPU_TYPES_QUERY = (
     "query GpuTypes { gpuTypes { id displayName memoryInGb maxGpuCount secureCloud "
     "communityCloud securePrice communityPrice secureSpotPrice communitySpotPrice "
@@ -78,6 +102,12 @@ OPTIONAL_CREDENTIALS = CREDENTIALS  # sent only when set: the query works withou
 STOCK: dict[str, Availability] = {"high": Availability.IN_STOCK,
                                   "medium": Availability.IN_STOCK,
                                   "low": Availability.LOW}
+# The REST catalog's AvailabilityLevel: the same words, and NONE for none to be had.
+REST_STOCK: dict[str, Availability] = {**STOCK, "none": Availability.OUT_OF_STOCK}
+IN_STOCK = frozenset({Availability.IN_STOCK, Availability.LOW})  # a data centre that has some
+REST_REQUIRED = ("id", "secure", "community", "price")
+SPOT_NOT_READ = ("spot and bid prices not read: RunPod's REST catalog publishes none and the "
+                 "GraphQL query did not answer, so the spot offers stay as they were")
 
 # tier -> (availability flag, on-demand price field, spot price field)
 TIERS: dict[str, tuple[str, str, str]] = {
@@ -90,12 +120,22 @@ PRICE_FIELDS = ("securePrice", "communityPrice", "secureSpotPrice", "communitySp
 
 
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
+    """GraphQL alone without a key; with one, the REST catalog and GraphQL, each on its own."""
     key = creds.get("RUNPOD_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else None
+    if not key:
+        return [_graphql(client, None)]
+    headers = {"Authorization": f"Bearer {key}"}
+    return fetch_apart(NAME, {
+        REST: lambda: client.get(REST_URL, params=REST_PARAMS, headers=headers),
+        GRAPHQL: lambda: _graphql(client, headers),
+    })
+
+
+def _graphql(client: HttpClient, headers: dict[str, str] | None) -> Capture:
     try:
-        return [client.post_json(GRAPHQL_URL, {"query": GPU_TYPES_QUERY}, headers=headers)]
+        return client.post_json(GRAPHQL_URL, {"query": GPU_TYPES_QUERY}, headers=headers)
     except FetchError as exc:
-        raise _explained(exc, keyed=bool(key)) from None
+        raise _explained(exc, keyed=headers is not None) from None
 
 
 def _explained(exc: FetchError, *, keyed: bool) -> FetchError:
@@ -103,11 +143,12 @@ def _explained(exc: FetchError, *, keyed: bool) -> FetchError:
     retired, 429 while it is rate-limited."""
     if exc.status == 410:
         message = ("RunPod's GraphQL gpuTypes query is gone (HTTP 410): RunPod retired it for "
-                   "the REST catalog, which this adapter does not read yet")
+                   "the REST catalog" + ("" if keyed else
+                                         ", which this adapter reads when RUNPOD_API_KEY is set"))
     elif exc.status == 429:
         message = ("RunPod rate-limited the GraphQL gpuTypes query (HTTP 429, retried): "
                    + ("try again later" if keyed else
-                      "set RUNPOD_API_KEY to send it with your key, or try again later"))
+                      "set RUNPOD_API_KEY to read the REST catalog, or try again later"))
     else:
         return exc
     return FetchError(message, provider=NAME, url=exc.url, transient=exc.status == 429,
@@ -115,13 +156,32 @@ def _explained(exc: FetchError, *, keyed: bool) -> FetchError:
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
-    """Offers from every capture; when captures repeat an offer key, the newest one wins."""
-    return newest_wins(captures, _read)
+    """Offers of the REST catalog and of GraphQL, each source read on its own (within one, the
+    newest capture wins a key); GraphQL's offer wins a key both give.
+
+    Complete only when GraphQL was read: it lists every offer. The REST catalog alone has no
+    spot prices, so its result closes nothing and carries a Reject that says so; one source
+    that cannot be read costs only its own offers (`toolkit.read_apart`)."""
+    parts = {REST: [c for c in captures if _is_rest(c)],
+             GRAPHQL: [c for c in captures if not _is_rest(c)]}
+    result, read = read_apart(NAME, parts, lambda part: newest_wins(part, _read))
+    if GRAPHQL in read:
+        return result.model_copy(update={"complete": True})
+    if not parts[REST]:
+        return result  # nothing read at all
+    notice = reject(NAME, SPOT_NOT_READ, parts[REST][0].url)
+    return result.model_copy(update={"rejects": [*result.rejects, notice], "complete": False})
+
+
+def _is_rest(capture: Capture) -> bool:
+    return urlsplit(capture.url).path == urlsplit(REST_URL).path
 
 
 def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     """The offers of one body. A GPU type listed twice in it at different prices is rejected
     both times: neither price can be told to be the right one."""
+    if _is_rest(capture):
+        return _read_rest(capture)
     doc = json_body(NAME, capture)
     entries = _gpu_types(capture, doc)
     in_body = _tier_fields(entries)
@@ -306,3 +366,83 @@ def _offer(entry: dict[str, Any], capture: Capture, key: str, price: _Price, val
         else Availability.UNKNOWN,
         source_url=capture.url, observed_at=capture.fetched_at, provider_data=data,
     )
+
+
+# -- the REST catalog -------------------------------------------------------------------------
+
+
+def _read_rest(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
+    _, gpus = envelope(NAME, capture, "gpus")
+    # A renamed field shows as a field that no entry has: refuse, don't read "nothing offered".
+    require_fields(NAME, capture, gpus, REST_REQUIRED, "gpus entry")
+    cloud = parse_qs(urlsplit(capture.url).query).get(REST_CLOUD_PARAM, [REST_DEFAULT_CLOUD])[0]
+    offers: list[ParsedOffer] = []
+    rejects: list[Reject] = []
+    for entry in gpus:
+        good, bad = _rest_offers(entry, capture, stock_tier=cloud.lower())
+        offers += good
+        rejects += bad
+    offers, conflicts = one_price_per_key(NAME, offers)
+    return offers, [*rejects, *conflicts]
+
+
+def _rest_offers(entry: Any, capture: Capture, stock_tier: str,
+                 ) -> tuple[list[ParsedOffer], list[Reject]]:
+    """The on-demand offers of one GPU type, one per cloud whose flag is true and whose price
+    is not 0 or null (not offered there, as in GraphQL). `stock_tier`: the cloud whose stock
+    `availability` and `dataCenters` describe."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
+        return [], [reject(NAME, "gpus entry without an id", entry)]
+    prices = as_dict(entry.get("price"))
+    offers: list[ParsedOffer] = []
+    rejects: list[Reject] = []
+    for tier in TIERS:
+        key = f"{entry['id']}|{tier}|{PricingModel.ON_DEMAND.value}"
+        flag, value = entry.get(tier), prices.get(tier)
+        if flag is False or value is None or value == 0:
+            continue
+        if flag is not True:
+            rejects.append(reject(NAME, f"price.{tier} without a boolean '{tier}' flag: may be a "
+                                  "placeholder", entry, key))
+            continue
+        price = positive_number(value)
+        if price is None:
+            rejects.append(reject(NAME, f"price.{tier} is not a price: {value!r}", entry, key))
+            continue
+        try:
+            offers.append(_rest_offer(entry, capture, key, tier, price,
+                                      stocked=tier == stock_tier))
+        except ValidationError as exc:
+            rejects.append(reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", entry, key))
+    return offers, rejects
+
+
+def _rest_offer(entry: dict[str, Any], capture: Capture, key: str, tier: str, price: float,
+                *, stocked: bool) -> ParsedOffer:
+    data: ProviderData = {"display_name": entry.get("name"), "cloud": tier,
+                          "price_field": f"price.{tier}"}
+    most = as_dict(entry.get("maxCount")).get(tier)
+    if isinstance(most, int) and not isinstance(most, bool):
+        data["max_gpu_count"] = most
+    level = entry.get("availability") if stocked else None
+    if isinstance(level, str):
+        data["stock_status"] = level
+    if stocked:
+        centres = sorted(dc["id"] for dc in as_list(entry.get("dataCenters"))
+                         if isinstance(dc, dict) and isinstance(dc.get("id"), str)
+                         and _level(dc.get("availability")) in IN_STOCK)
+        if centres:
+            data["datacenters_available"] = ",".join(centres)
+    return ParsedOffer(
+        provider=NAME, offer_key=key, gpu_label=entry["id"], gpu_count=1,
+        vram_gb_per_gpu=positive_number(entry.get("memory")),
+        pricing_model=PricingModel.ON_DEMAND, price_per_hour=price, price_kind=PriceKind.LISTED,
+        availability=_level(level), source_url=capture.url, observed_at=capture.fetched_at,
+        provider_data=data,
+    )
+
+
+def _level(value: Any) -> Availability:
+    """A REST AvailabilityLevel as gpuscout's availability; unknown for anything else."""
+    return REST_STOCK.get(value.lower(), Availability.UNKNOWN) if isinstance(value, str) \
+        else Availability.UNKNOWN

@@ -45,7 +45,6 @@ Listing keys are plan and region ("ECS1GPU8|it-fr2|on_demand"), page keys card n
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -65,6 +64,7 @@ from gpuscout.adapters.toolkit import (
     parse_error,
     positive_decimal,
     positive_number,
+    reject,
     require_fields,
     split_results,
 )
@@ -285,10 +285,10 @@ def _plans(capture: Capture) -> list[Any]:
 
 def _plan_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     if not isinstance(plan, dict):
-        return [], [_reject(f"plan is not an object: {type(plan).__name__}", plan)]
+        return [], [reject(NAME, f"plan is not an object: {type(plan).__name__}", plan)]
     name = plan.get("name")
     if not isinstance(name, str) or not name.strip():
-        return [], [_reject("plan without a name", plan)]
+        return [], [reject(NAME, "plan without a name", plan)]
     label, gpu = plan.get("gpu_label"), plan.get("gpu")
     if gpu in ("0", 0) or (gpu is None and label is None):
         return [], []  # a CPU plan
@@ -296,19 +296,20 @@ def _plan_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[R
         return [], []  # not sold (the flag is the plan's state, not its stock)
     count = positive_decimal(gpu) if isinstance(gpu, str) else positive_number(gpu)
     if count is None or count != int(count):
-        return [], [_reject(f"gpu is not a GPU count: {gpu!r}", plan)]
+        return [], [reject(NAME, f"gpu is not a GPU count: {gpu!r}", plan)]
     if not isinstance(label, str) or not label.strip():
-        return [], [_reject(f"GPU plan without a gpu_label: {label!r}", plan)]
+        return [], [reject(NAME, f"GPU plan without a gpu_label: {label!r}", plan)]
     label = " ".join(label.split())
     price = positive_number(plan.get("hourly_price"))
     if price is None:
-        return [], [_reject(f"hourly_price is not a price: {plan.get('hourly_price')!r}", plan)]
+        return [], [reject(NAME, f"hourly_price is not a price: {plan.get('hourly_price')!r}",
+                           plan)]
     regions = _regions(plan.get("available_regions"))
     if regions is None:
-        return [], [_reject("available_regions is not a list of regions with a location: "
-                            f"{plan.get('available_regions')!r}", plan)]
+        return [], [reject(NAME, "available_regions is not a list of regions with a location: "
+                           f"{plan.get('available_regions')!r}", plan)]
     if not regions:
-        return [], [_reject("plan is offered in no region", plan)]
+        return [], [reject(NAME, "plan is offered in no region", plan)]
     memory = LABEL_MEMORY.search(label)
     data: ProviderData = {
         "plan_id": plan.get("id") if isinstance(plan.get("id"), int) else None,
@@ -332,7 +333,7 @@ def _plan_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[R
                 provider_data={**data, "region_description": description},
             ))
         except ValidationError as exc:
-            rejects.append(_reject(f"invalid offer: {exc.errors()[0]['msg']}", plan, key))
+            rejects.append(reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", plan, key))
     return offers, rejects
 
 
@@ -362,8 +363,3 @@ def _gb_of_mb(value: Any) -> float | None:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _reject(reason: str, raw: Any, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)

@@ -1,29 +1,38 @@
 """Shadeform: GPU instance types of many clouds through one API, `GET /v1/instances/types`.
 
 Shadeform is an aggregator: each `instance_types[]` entry is one machine of an underlying
-`cloud` (massedcompute, hyperstack, lambdalabs, ...) under Shadeform's standardized name
+`cloud` (massedcompute, hyperstack, lambdalabs, and smaller clouds seen nowhere else in
+gpuscout: excesssupply, denvr, boostrun, imwt, ...) under Shadeform's standardized name
 (`shade_instance_type`: "A6000", "H100x8", "A100_80G") and the cloud's own
 (`cloud_instance_type`: "gpu_1x_a6000"), with `configuration` (GPUs, VRAM, vCPUs, RAM, disk,
 interconnect), one `hourly_price` and the regions it is offered in (`availability[]`).
 
+The listing answers without a key (public collectors read it keyless, and Shadeform's own
+homepage embeds the same data): `fetch()` sends `SHADEFORM_API_KEY` as `X-API-KEY` only when it
+is set.
+
 Reading rules (adapters/snapshots/shadeform/PROVENANCE.md):
 - One offer per entry and region, on-demand, priced `hourly_price` US cents for the whole
-  instance ("$32.80/hr" for an 8xH100 at 3280). The underlying cloud, its instance type and
-  region are kept in provider_data (`cloud`, `cloud_instance_type`, `cloud_region`), so the
-  same machine read from that cloud directly can be recognised.
+  instance ("$32.80/hr" for an 8xH100 at 3280). The cloud that sells the machine through
+  Shadeform is `provider_data["resold_from"]` (Shadeform's id of it; also kept as `cloud`),
+  with its instance type and region (`cloud_instance_type`, `cloud_region`), so that a re-sold
+  cloud is visible and the same machine read from that cloud directly can be recognised.
 - `availability[].available` is in stock or out of stock in that region.
-- Label: `gpu_type` plus `interconnect` ("H100 pcie", "A6000 pcie"): the form factor is part of
-  the GPU. An entry whose `shade_instance_type` does not begin with its `gpu_type` contradicts
-  itself and is rejected.
+- Label: `gpu_type` plus `interconnect` ("H100 pcie", "A6000 pcie"): the form factor is part
+  of the GPU; where the `gpu_type` names the form itself ("H100_nvl", which Shadeform also calls
+  "pcie") the label is the `gpu_type` alone. Shadeform also says "pcie" for GPUs of no PCIe form
+  (GH200, Gaudi 2); the catalog refuses those labels as contradictory, so they are reported as
+  unknown rather than guessed. An entry whose `shade_instance_type` does not begin with its
+  `gpu_type` contradicts itself and is rejected.
 - An availability entry carrying a `rental_type` other than "on_demand" is not read (that
   layout is not documented) and is reported.
-- The older layout (2024 guides) repeats the configuration at the top level and lacks
-  `deployment_type`, `nvlink` and `gpu_manufacturer`; only `configuration` is read.
+- The configuration is read from `configuration`; the top level repeats it (in 2024 guides and
+  in the 2026 data alike), and older entries lack `deployment_type`, `nvlink` and
+  `gpu_manufacturer`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -40,10 +49,10 @@ from gpuscout.adapters.toolkit import (
     newest_wins,
     one_price_per_key,
     positive_number,
+    reject,
     require_fields,
     stripped_text,
 )
-from gpuscout.core.errors import MissingCredentialsError
 from gpuscout.core.models import (
     Availability,
     Interconnect,
@@ -60,19 +69,21 @@ TYPES_URL = "https://api.shadeform.ai/v1/instances/types"
 NAME = "shadeform"
 SOURCE_KIND: SourceKind = "api"
 CREDENTIALS: tuple[str, ...] = ("SHADEFORM_API_KEY",)
+OPTIONAL_CREDENTIALS = CREDENTIALS  # sent only when set: the listing answers without it
 
 REQUIRED = ("cloud", "shade_instance_type", "configuration", "hourly_price", "availability")
 CENTS_PER_DOLLAR = 100
 ON_DEMAND = "on_demand"
 AVAILABLE = {True: Availability.IN_STOCK, False: Availability.OUT_OF_STOCK}
+# gpu_type suffixes that name the card's form (the H100 NVL, a PCIe pair Shadeform calls
+# "pcie"): the label is the gpu_type alone, so it does not claim the plain PCIe card.
+FORM_NAMED = ("_nvl",)
 
 
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
     key = creds.get("SHADEFORM_API_KEY")
-    if not key:
-        raise MissingCredentialsError(NAME, "SHADEFORM_API_KEY")
     # No filter: every type with its availability, available or not (closing what vanished).
-    return [client.get(TYPES_URL, headers={"X-API-KEY": key})]
+    return [client.get(TYPES_URL, headers={"X-API-KEY": key} if key else None)]
 
 
 def parse(captures: Sequence[Capture]) -> ParseResult:
@@ -113,7 +124,7 @@ def _offers(entry: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Rejec
     if checked is None:
         return [], []  # a CPU instance
     if isinstance(checked, str):
-        return [], [_reject(entry, checked)]
+        return [], [reject(NAME, checked, entry)]
     data = _data(entry, checked.config)
     offers: list[ParsedOffer] = []
     rejects: list[Reject] = []
@@ -122,7 +133,8 @@ def _offers(entry: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Rejec
         if isinstance(result, ParsedOffer):
             offers.append(result)
         else:
-            rejects.append(_reject(entry, *result))
+            reason, key = result
+            rejects.append(reject(NAME, reason, entry, key))
     return offers, rejects
 
 
@@ -151,7 +163,9 @@ def _check(entry: Any) -> _Entry | str | None:
     if not isinstance(regions, list) or not regions:
         return f"offered in no region: {regions!r}"
     form = stripped_text(config.get("interconnect"))
-    return _Entry(cloud, shade_type, config, gpus, f"{gpu_type} {form}" if form else gpu_type,
+    named = gpu_type.lower().endswith(FORM_NAMED)  # the name settles the form: no "pcie" added
+    return _Entry(cloud, shade_type, config, gpus,
+                  f"{gpu_type} {form}" if form and not named else gpu_type,
                   form, cents / CENTS_PER_DOLLAR, regions)
 
 
@@ -197,7 +211,8 @@ def _interconnect(gpus: int, form: str | None, nvlink: Any) -> Interconnect | No
 
 
 def _data(entry: dict[str, Any], config: dict[str, Any]) -> ProviderData:
-    data: ProviderData = {"cloud": entry["cloud"], "price_basis": "per instance"}
+    data: ProviderData = {"cloud": entry["cloud"], "resold_from": entry["cloud"],
+                          "price_basis": "per instance"}
     for name, value in (("cloud_instance_type", entry.get("cloud_instance_type")),
                         ("deployment_type", entry.get("deployment_type")),
                         ("gpu_type", config.get("gpu_type")),
@@ -214,8 +229,3 @@ def _data(entry: dict[str, Any], config: dict[str, Any]) -> ProviderData:
     if os_options:
         data["os_options"] = ", ".join(os_options)
     return data
-
-
-def _reject(raw: Any, reason: str, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)

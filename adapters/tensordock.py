@@ -26,7 +26,6 @@ Reading rules:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,6 +44,7 @@ from gpuscout.adapters.toolkit import (
     newest_wins,
     one_price_per_key,
     positive_number,
+    reject,
     require_fields,
 )
 from gpuscout.core.errors import MissingCredentialsError
@@ -118,13 +118,14 @@ def _locations(capture: Capture) -> list[Any]:
 
 def _location_offers(location: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     if not isinstance(location, dict):
-        return [], [_reject(f"location is not an object: {type(location).__name__}", location)]
+        return [], [reject(NAME, f"location is not an object: {type(location).__name__}",
+                           location)]
     loc_id = location.get("id")
     if not isinstance(loc_id, str) or not loc_id.strip():
-        return [], [_reject("location without an id", location)]
+        return [], [reject(NAME, "location without an id", location)]
     gpus = location.get("gpus")
     if not isinstance(gpus, list):
-        return [], [_reject(f"location {loc_id}: gpus is not a list: {gpus!r}", location)]
+        return [], [reject(NAME, f"location {loc_id}: gpus is not a list: {gpus!r}", location)]
     region = _place(location)
     offers: list[ParsedOffer] = []
     rejects: list[Reject] = []
@@ -146,14 +147,14 @@ def _place(location: dict[str, Any]) -> str | None:
 def _offer(gpu: Any, location: dict[str, Any], loc_id: str, region: str | None,
            capture: Capture) -> ParsedOffer | Reject:
     if not isinstance(gpu, dict):
-        return _reject(f"location {loc_id}: GPU entry is not an object", gpu)
+        return reject(NAME, f"location {loc_id}: GPU entry is not an object", gpu)
     model = gpu.get("v0Name")
     if not isinstance(model, str) or not model.strip():
-        return _reject(f"location {loc_id}: GPU entry without a v0Name", gpu)
+        return reject(NAME, f"location {loc_id}: GPU entry without a v0Name", gpu)
     key = f"{loc_id}|{model}|{PricingModel.ON_DEMAND.value}"
     price = positive_number(gpu.get("price_per_hr"))
     if price is None:
-        return _reject(f"price_per_hr is not a price: {gpu.get('price_per_hr')!r}", gpu, key)
+        return reject(NAME, f"price_per_hr is not a price: {gpu.get('price_per_hr')!r}", gpu, key)
     stock = gpu.get("max_count")
     count = stock if isinstance(stock, int) and not isinstance(stock, bool) and stock >= 0 \
         else None
@@ -171,7 +172,7 @@ def _offer(gpu: Any, location: dict[str, Any], loc_id: str, region: str | None,
             available_count=count, source_url=capture.url, observed_at=capture.fetched_at,
             provider_data=_data(gpu, location, loc_id))
     except ValidationError as exc:
-        return _reject(f"invalid offer: {exc.errors()[0]['msg']}", gpu, key)
+        return reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", gpu, key)
 
 
 def _data(gpu: dict[str, Any], location: dict[str, Any], loc_id: str) -> ProviderData:
@@ -193,8 +194,3 @@ def _data(gpu: dict[str, Any], location: dict[str, Any], loc_id: str) -> Provide
         if isinstance(value, bool):
             data[field] = value
     return data
-
-
-def _reject(reason: str, raw: Any, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True, default=str),
-                  offer_key=key)

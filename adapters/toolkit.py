@@ -7,8 +7,11 @@
   check: a JSON number is never a string, and a page's "1e3" or "inf" is no number.
 - JSON bodies: `json_body` decodes a body, `member` / `envelope` check the object around a
   listing ({"<key>": [...]}), and `require_fields` refuses a listing whose field was renamed.
-- Offers: `split_results` sorts per-row results, `one_price_per_key` is the duplicate-key rule
-  within one response, `newest_wins` the rule across captures.
+- Offers: `reject` is the Reject of a row that is no offer, `split_results` sorts per-row
+  results, `one_price_per_key` is the duplicate-key rule within one response, `newest_wins` the
+  rule across captures.
+- Sources apart: `fetch_apart` and `read_apart` fetch and read a provider's independent sources
+  each on its own, so that one that fails costs only its own offers.
 - HTML: `node_text` is a node's text with its whitespace collapsed.
 """
 
@@ -17,13 +20,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeGuard, overload
 
 from selectolax.lexbor import LexborNode
 
 from gpuscout.adapters.archive import Capture
-from gpuscout.core.errors import ParseError
+from gpuscout.core.errors import FetchError, ParseError
 from gpuscout.core.models import ParsedOffer, ParseResult, Reject
 
 SNIPPET_CHARS = 200  # what ParseError keeps of a snippet
@@ -178,6 +181,17 @@ def require_fields(provider: str, capture: Capture, records: Iterable[object],
 # -- offers -------------------------------------------------------------------------------------
 
 
+def reject(provider: str, reason: str, raw: object, key: str | None = None) -> Reject:
+    """The Reject of a row that is no offer: `raw` is the row as the source gave it, kept as it
+    is when it is text (a page's cells, a CSV line) and as sorted-key JSON otherwise (a decoded
+    JSON value; non-ASCII characters stay readable). `key`: the offer the row stands for, when
+    it can be told, so that the offer is not closed as vanished for a row that broke."""
+    text = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str,
+                                                        ensure_ascii=False)
+    return Reject(provider=provider, reason=reason, raw=text, offer_key=key)
+
+
+
 class OneOfferPerKey:
     """The offers of ONE response by offer key, under the duplicate-key rule:
 
@@ -266,6 +280,66 @@ def newest_wins(captures: Sequence[Capture], read: Callable[[Capture], PageRead]
         rejects.extend(bad)
         complete = complete and (whole[0] if whole else True)
     return ParseResult(offers=list(newest.values()), rejects=rejects, complete=complete)
+
+
+# -- independent sources ------------------------------------------------------------------------
+
+
+def fetch_apart(provider: str, requests: Mapping[str, Callable[[], Capture]]) -> list[Capture]:
+    """The captures of those of `requests` (source name -> request) that answered, in order.
+
+    A request that fails costs only its own source: the shared client has noted its error for
+    the run log, and parse() finds that source missing. When none answered, a FetchError says
+    why for each (transient when one of the failures is)."""
+    captures: list[Capture] = []
+    errors: list[tuple[str, FetchError]] = []
+    for name, request in requests.items():
+        try:
+            captures.append(request())
+        except FetchError as exc:
+            errors.append((name, exc))
+    if errors and not captures:
+        if len(errors) == 1:
+            raise errors[0][1]
+        raise FetchError("no source could be read: "
+                         + "; ".join(f"{name}: {exc}" for name, exc in errors),
+                         provider=provider, transient=any(e.transient for _, e in errors))
+    return captures
+
+
+def read_apart(provider: str, parts: Mapping[str, Sequence[Capture]],
+               read: Callable[[Sequence[Capture]], ParseResult],
+               ) -> tuple[ParseResult, list[str]]:
+    """Each part's captures (source name -> captures) read on its own with `read`, and the names
+    of the parts read, in order. The results are merged in the order of `parts`: a later part's
+    offer wins a key both give.
+
+    A part that cannot be read (a ParseError: a reshaped body) costs only its own offers: the
+    other parts load, the result is incomplete (nothing vanished is closed) and a Reject names
+    the part and the error. A part without captures is left out. When parts had captures and
+    none could be read, the first error is raised."""
+    offers: dict[str, ParsedOffer] = {}
+    rejects: list[Reject] = []
+    complete = True
+    done: list[str] = []
+    errors: list[ParseError] = []
+    for name, captures in parts.items():
+        if not captures:
+            continue
+        try:
+            result = read(captures)
+        except ParseError as exc:
+            errors.append(exc)
+            rejects.append(reject(provider, f"{name} not read: {exc}", exc.snippet or ""))
+            complete = False
+            continue
+        offers.update((o.offer_key, o) for o in result.offers)
+        rejects += result.rejects
+        complete = complete and result.complete
+        done.append(name)
+    if errors and not done:
+        raise errors[0]
+    return ParseResult(offers=list(offers.values()), rejects=rejects, complete=complete), done
 
 
 # -- HTML ---------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ Reading rules (adapters/snapshots/vultr/PROVENANCE.md):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from gpuscout.adapters.toolkit import (
     newest_wins,
     parse_error,
     positive_number,
+    reject,
     require_fields,
 )
 from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, ProviderData, Reject
@@ -106,22 +106,22 @@ def _plans(capture: Capture, metal: bool) -> tuple[list[Any], bool]:
 
 def _vm_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     if not isinstance(plan, dict):
-        return [], [_reject(f"plan is not an object: {type(plan).__name__}", plan)]
+        return [], [reject(NAME, f"plan is not an object: {type(plan).__name__}", plan)]
     gpu_type, stated = plan.get("gpu_type"), plan.get("gpu_vram_gb")
     if not gpu_type and not stated:
         return [], []  # a CPU plan
     vram = positive_number(stated)
     if not isinstance(gpu_type, str) or vram is None:
-        return [], [_reject(f"GPU plan without gpu_type and gpu_vram_gb: {gpu_type!r}, "
-                            f"{stated!r}", plan)]
+        return [], [reject(NAME, f"GPU plan without gpu_type and gpu_vram_gb: {gpu_type!r}, "
+                           f"{stated!r}", plan)]
     card = CARD_VRAM_GB.get(gpu_type)
     if card is None:
-        return [], [_reject(f"whole-card VRAM of {gpu_type} unknown: a share cannot be told "
-                            "from whole GPUs", plan)]
+        return [], [reject(NAME, f"whole-card VRAM of {gpu_type} unknown: a share cannot be told "
+                           "from whole GPUs", plan)]
     share = vram / card
     if share >= 1 and abs(share - round(share)) > 1e-9:
-        return [], [_reject(f"gpu_vram_gb {vram:g} is not a whole number of {card:g} GB "
-                            f"{gpu_type} cards", plan)]
+        return [], [reject(NAME, f"gpu_vram_gb {vram:g} is not a whole number of {card:g} GB "
+                           f"{gpu_type} cards", plan)]
     fractional = share < 1
     count = share if fractional else round(share)
     data: ProviderData = {"plan_type": plan.get("type"), "gpu_vram_gb": stated,
@@ -135,16 +135,16 @@ def _vm_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Rej
 
 def _metal_offers(plan: Any, capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     if not isinstance(plan, dict):
-        return [], [_reject(f"plan is not an object: {type(plan).__name__}", plan)]
+        return [], [reject(NAME, f"plan is not an object: {type(plan).__name__}", plan)]
     plan_id = plan.get("id")
     if not isinstance(plan_id, str) or not plan_id.endswith("-gpu"):
         return [], []  # a CPU bare-metal plan
     match = METAL_GPU_ID.match(plan_id)
     if match is None:
-        return [], [_reject(f"cannot read the GPU count from plan id {plan_id!r}", plan)]
+        return [], [reject(NAME, f"cannot read the GPU count from plan id {plan_id!r}", plan)]
     count = int(match["count"]) if match["count"] else 1
     if count == 0:
-        return [], [_reject(f"plan id {plan_id!r} says 0 GPUs", plan)]
+        return [], [reject(NAME, f"plan id {plan_id!r} says 0 GPUs", plan)]
     # On bare metal `type` is the disk type ("NVMe"), not the plan family.
     data: ProviderData = {"disk_type": plan.get("type"), "cpu_model": plan.get("cpu_model"),
                           "cpu_cores": positive_number(plan.get("cpu_cores")),
@@ -165,12 +165,12 @@ def _per_location(plan: dict[str, Any], capture: Capture, *, label: str, count: 
                   ) -> tuple[list[ParsedOffer], list[Reject]]:
     plan_id = str(plan.get("id") or "")
     if not plan_id:
-        return [], [_reject("plan without an id", plan)]
+        return [], [reject(NAME, "plan without an id", plan)]
     locations = plan.get("locations")
     if not isinstance(locations, list) or not all(isinstance(x, str) for x in locations):
-        return [], [_reject(f"locations is not a list of codes: {locations!r}", plan)]
+        return [], [reject(NAME, f"locations is not a list of codes: {locations!r}", plan)]
     if not locations:
-        return [], [_reject("plan is offered in no location", plan)]
+        return [], [reject(NAME, "plan is offered in no location", plan)]
     ram, disk, disks = (positive_number(plan.get(f)) for f in ("ram", "disk", "disk_count"))
     vcpu_count = positive_number(vcpus)
     offers: list[ParsedOffer] = []
@@ -178,7 +178,7 @@ def _per_location(plan: dict[str, Any], capture: Capture, *, label: str, count: 
     for model, field in prices:
         price = positive_number(plan.get(field))
         if price is None:
-            rejects.append(_reject(f"{field} is not a price: {plan.get(field)!r}", plan))
+            rejects.append(reject(NAME, f"{field} is not a price: {plan.get(field)!r}", plan))
             continue
         for location in locations:
             key = f"{plan_id}|{location}|{model.value}"
@@ -193,11 +193,5 @@ def _per_location(plan: dict[str, Any], capture: Capture, *, label: str, count: 
                     provider_data={**data, "price_field": field},
                 ))
             except ValidationError as exc:
-                rejects.append(_reject(f"invalid offer: {exc.errors()[0]['msg']}", plan, key))
+                rejects.append(reject(NAME, f"invalid offer: {exc.errors()[0]['msg']}", plan, key))
     return offers, rejects
-
-
-def _reject(reason: str, raw: Any, key: str | None = None) -> Reject:
-    return Reject(provider=NAME, reason=reason, raw=json.dumps(raw, sort_keys=True),
-                  offer_key=key)
-

@@ -7,6 +7,7 @@ import copy
 import hashlib
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,8 +19,13 @@ from gpuscout.adapters.archive import Capture, ReplayTransport
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.catalog import Resolved, load_catalog
-from gpuscout.core.errors import ParseError
+from gpuscout.core.clock import now_utc
+from gpuscout.core.errors import FetchError, ParseError
 from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
+from gpuscout.pipeline.refresh import Source, collect, load, new_run_id
+from gpuscout.pipeline.settings import Settings
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import RunRecord
 
 SNAP = SNAPSHOTS_DIR / "hyperbolic"
 FILE = "hyperbolic_cli_example_output_5813b5c.json"
@@ -334,3 +340,93 @@ def test_an_odd_option_is_a_reject_and_the_others_load() -> None:
     assert len(result.offers) == 12
     assert sorted(r.reason for r in result.rejects) == [
         "gpuCount is not a count of GPUs: 0", "rental option is not an object: str"]
+
+
+# -- the two sources apart ---------------------------------------------------------------------
+
+
+class _OnePartFails(httpx.BaseTransport):
+    """Both sources answering the bundled bodies as a live server would (fetched now), except
+    the one at `failing_url`, which answers `status`."""
+
+    def __init__(self, failing_url: str | None = None, status: int = 404) -> None:
+        self.failing_url, self.status = failing_url, status
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if str(request.url) == self.failing_url:
+            return httpx.Response(self.status, request=request)
+        body = (SNAP / (FILE if str(request.url) == URL else OPTIONS)).read_bytes()
+        return httpx.Response(200, content=body, request=request,
+                              headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize(("failing", "left", "count"), [
+    (URL, OPTIONS_URL, 13),  # the 2025 marketplace gone: the on-demand options still load
+    (OPTIONS_URL, URL, 46),
+])
+def test_a_source_that_does_not_answer_leaves_the_other_to_load(failing: str, left: str,
+                                                                  count: int) -> None:
+    with HttpClient("hyperbolic", transport=_OnePartFails(failing, 404)) as client:
+        captures = hyperbolic.fetch(client, {})
+        (error,) = client.errors  # noted for the run log
+    assert [c.url for c in captures] == [left]
+    assert (error.status, error.url) == (404, failing)
+    result = hyperbolic.parse(captures)
+    assert (len(result.offers), result.rejects, result.complete) == (count, [], False)
+
+
+def test_when_neither_source_answers_the_fetch_fails_naming_both() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(403, request=request)
+
+    with HttpClient("hyperbolic", transport=httpx.MockTransport(handler)) as client, \
+            pytest.raises(FetchError, match="no source could be read: marketplace: .*403.*"
+                                            "; on-demand rental options: .*403") as err:
+        hyperbolic.fetch(client, {})
+    assert err.value.transient is False
+
+
+@pytest.mark.parametrize(("broken", "part", "count"), [
+    ("marketplace", "marketplace", 13), ("options", "on-demand rental options", 46),
+])
+def test_a_source_that_cannot_be_read_costs_only_its_own_offers(broken: str, part: str,
+                                                                count: int) -> None:
+    reshaped = b'{"detail": "Not authenticated"}'  # an answer of another shape
+    captures = [_capture(), _options()]
+    index = 0 if broken == "marketplace" else 1
+    captures[index] = captures[index].model_copy(update={"body": reshaped})
+    result = hyperbolic.parse(captures)
+    assert (len(result.offers), result.complete) == (count, False)
+    (reject,) = result.rejects
+    assert reject.reason.startswith(f"{part} not read: hyperbolic: expected ")
+    assert (reject.offer_key, reject.raw) == (None, reshaped.decode())
+
+
+@pytest.mark.parametrize(("failing", "status", "loaded"), [
+    # 46 of 59 offers: loaded, incomplete, and the 13 options not read stay open
+    (OPTIONS_URL, "ok", 46),
+    # 13 of 59 is below the collapse gate's share of the last good count: refused, all kept
+    (URL, "refused", 0),
+])
+def test_a_refresh_with_one_source_down_closes_none_of_its_offers(
+        tmp_path: Path, failing: str, status: str, loaded: int) -> None:
+    db = tmp_path / "w.duckdb"
+    settings = Settings()
+
+    def refreshed(transport: httpx.BaseTransport) -> RunRecord:
+        collected = collect("hyperbolic", source=Source("live"), transport=transport,
+                            recorder=None, settings=settings, catalog=load_catalog())
+        with connect(db) as con:
+            return load(con, collected, run_id=new_run_id(now_utc()), mode="live",
+                        settings=settings)
+
+    first = refreshed(_OnePartFails())
+    assert (first.status, first.complete, first.offers_loaded) == ("ok", True, 59)
+    second = refreshed(_OnePartFails(failing, 404))
+    assert (second.status, second.complete, second.offers_loaded) == (status, False, loaded)
+    assert second.closed_offers == 0
+    assert second.error and "HTTP 404" in second.error
+    with connect(db, read_only=True) as con:
+        open_now = con.execute("SELECT pricing_model, count(*) FROM current_offers WHERE "
+                               "provider = 'hyperbolic' GROUP BY 1 ORDER BY 1").fetchall()
+    assert open_now == [("on_demand", 13), ("spot", 46)]

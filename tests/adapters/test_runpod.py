@@ -1,10 +1,13 @@
-"""adapters/runpod.py on recorded GraphQL gpuTypes responses."""
+"""adapters/runpod.py on recorded GraphQL gpuTypes responses and the REST catalog's documented
+example, and how the two stand in for each other."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -14,8 +17,14 @@ from gpuscout.adapters import runpod
 from gpuscout.adapters.archive import Capture, ReplayTransport, read_manifest, sha256
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
+from gpuscout.core.catalog import load_catalog
+from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import FetchError, ParseError
-from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
+from gpuscout.core.models import Availability, ParsedOffer, ParseResult, PriceKind, PricingModel
+from gpuscout.pipeline.refresh import Source, collect, load, new_run_id
+from gpuscout.pipeline.settings import Settings
+from gpuscout.warehouse.connection import connect
+from gpuscout.warehouse.load import RunRecord
 
 SNAP = SNAPSHOTS_DIR / "runpod"
 FIX = FIXTURES / "runpod"
@@ -230,8 +239,7 @@ def test_an_unreadable_data_centre_block_costs_no_price(block: Any) -> None:
     assert not any("datacenters_available" in o.provider_data for o in result.offers)
 
 
-@pytest.mark.parametrize("creds", [{}, {"RUNPOD_API_KEY": "rp_SECRET_KEY"}])
-def test_fetch_sends_the_query_and_a_key_only_when_set(creds: dict[str, str]) -> None:
+def test_fetch_without_a_key_sends_the_graphql_query_alone() -> None:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -239,14 +247,31 @@ def test_fetch_sends_the_query_and_a_key_only_when_set(creds: dict[str, str]) ->
         return httpx.Response(200, json={"data": {"gpuTypes": []}})
 
     with HttpClient("runpod", transport=httpx.MockTransport(handler)) as client:
-        captures = runpod.fetch(client, creds)
+        captures = runpod.fetch(client, {})
+    assert [(r.method, str(r.url)) for r in seen] == [("POST", runpod.GRAPHQL_URL)]
     assert json.loads(seen[0].content) == {"query": runpod.GPU_TYPES_QUERY}
-    if creds:
-        assert seen[0].headers["authorization"] == "Bearer rp_SECRET_KEY"
-    else:
-        assert "authorization" not in seen[0].headers
-    assert "SECRET" not in captures[0].model_dump_json()
+    assert "authorization" not in seen[0].headers
     assert runpod.parse(captures).offers == []
+
+
+def test_fetch_with_a_key_asks_the_rest_catalog_and_graphql_with_it() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"gpus": []} if request.method == "GET"
+                              else {"data": {"gpuTypes": []}})
+
+    with HttpClient("runpod", transport=httpx.MockTransport(handler)) as client:
+        captures = runpod.fetch(client, {"RUNPOD_API_KEY": "rp_SECRET_KEY"})
+    assert [(r.method, str(r.url)) for r in seen] == [
+        ("GET", f"{runpod.REST_URL}?include=AVAILABILITY&product=POD"),
+        ("POST", runpod.GRAPHQL_URL)]
+    assert json.loads(seen[1].content) == {"query": runpod.GPU_TYPES_QUERY}
+    assert {r.headers["authorization"] for r in seen} == {"Bearer rp_SECRET_KEY"}
+    assert "SECRET" not in json.dumps([c.model_dump_json() for c in captures])
+    result = runpod.parse(captures)
+    assert (result.offers, result.rejects, result.complete) == ([], [], True)
 
 
 def test_fixtures_match_their_manifest() -> None:
@@ -272,12 +297,12 @@ def test_fetch_never_falls_back_to_the_pricing_page() -> None:
     assert seen and {(r.method, str(r.url)) for r in seen} == {("POST", runpod.GRAPHQL_URL)}
 
 
-@pytest.mark.parametrize(("status", "keyed", "says", "transient"), [
-    (410, False, "GraphQL gpuTypes query is gone (HTTP 410)", False),
-    (429, False, "set RUNPOD_API_KEY to send it with your key", True),
-    (429, True, "rate-limited the GraphQL gpuTypes query (HTTP 429, retried): try again", True),
+@pytest.mark.parametrize(("status", "says", "transient"), [
+    (410, "GraphQL gpuTypes query is gone (HTTP 410): RunPod retired it for the REST catalog, "
+          "which this adapter reads when RUNPOD_API_KEY is set", False),
+    (429, "set RUNPOD_API_KEY to read the REST catalog, or try again later", True),
 ])
-def test_a_retired_or_rate_limited_query_is_said_in_words(status: int, keyed: bool, says: str,
+def test_a_retired_or_rate_limited_query_is_said_in_words(status: int, says: str,
                                                            transient: bool) -> None:
     attempts: list[httpx.Request] = []
 
@@ -285,16 +310,15 @@ def test_a_retired_or_rate_limited_query_is_said_in_words(status: int, keyed: bo
         attempts.append(request)
         return httpx.Response(status, json={"errors": [{"message": "nope"}]})
 
-    creds = {"RUNPOD_API_KEY": "k-123"} if keyed else {}
     with (HttpClient("runpod", transport=httpx.MockTransport(handler),
                      sleep=lambda _: None) as client,
           pytest.raises(FetchError) as caught):
-        runpod.fetch(client, creds)
+        runpod.fetch(client, {})
     assert says in str(caught.value)
     assert (caught.value.status, caught.value.transient) == (status, transient)
     # 429 is retried before it is reported; 410 is final at once
     assert (len(attempts) > 1) == (status == 429)
-    assert all(("authorization" in r.headers) == keyed for r in attempts)
+    assert not any("authorization" in r.headers for r in attempts)
 
 
 def test_other_failures_keep_their_own_message() -> None:
@@ -302,3 +326,252 @@ def test_other_failures_keep_their_own_message() -> None:
                      sleep=lambda _: None) as client,
           pytest.raises(FetchError, match=r"^runpod: HTTP 403")):
         runpod.fetch(client, {})
+
+
+# -- the REST catalog, and the two sources standing in for each other ----------------------------
+
+REST = "rest_catalog_gpus_docs_example_a900806.json"
+REST_URL = "https://api.runpod.io/v2/catalog/gpus?include=AVAILABILITY&product=POD"
+RTX4090 = "NVIDIA GeForce RTX 4090"
+
+
+def _rest() -> Capture:
+    return load_capture(FIX, REST)
+
+
+def _rest_with(doc: Any, url: str = REST_URL) -> Capture:
+    return _rest().model_copy(update={"body": json.dumps(doc).encode(), "url": url})
+
+
+def _rest_doc() -> dict[str, Any]:
+    return json.loads((FIX / REST).read_bytes())
+
+
+def _rest_from_graphql() -> dict[str, Any]:
+    """The bundled GraphQL capture's on-demand fields restated in the REST catalog's documented
+    schema (no recorded REST body exists): the same GPU types, flags and prices."""
+    types = json.loads((SNAP / LIVE).read_bytes())["data"]["gpuTypes"]
+    return {"gpus": [{"id": t["id"], "name": t["displayName"], "memory": t["memoryInGb"],
+                      "secure": t["secureCloud"], "community": t["communityCloud"],
+                      "price": {"secure": t["securePrice"], "community": t["communityPrice"]},
+                      "maxCount": {"secure": t["maxGpuCount"], "community": t["maxGpuCount"]}}
+                     for t in types]}
+
+
+class TestRunpodRestInvariants(OfferInvariants):
+    NAME = "runpod"
+    EXPECTED_UNKNOWN = frozenset()
+
+    @pytest.fixture(params=["docs example", "restated 2026-08-25 capture"])
+    def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
+        capture = _rest() if request.param == "docs example" else _rest_with(_rest_from_graphql())
+        return runpod.parse([capture]).offers
+
+
+def test_rest_catalog_example_in_full() -> None:
+    result = runpod.parse([_rest()])
+    by_key = {o.offer_key: o for o in result.offers}
+    assert set(by_key) == {f"{RTX4090}|secure|on_demand", f"{RTX4090}|community|on_demand"}
+    secure, community = by_key[f"{RTX4090}|secure|on_demand"], by_key[
+        f"{RTX4090}|community|on_demand"]
+    assert (secure.price_per_hour, community.price_per_hour) == (0.44, 0.31)
+    assert {(o.gpu_label, o.gpu_count, o.vram_gb_per_gpu, o.pricing_model, o.price_kind,
+             o.currency, o.region) for o in result.offers} == {
+        (RTX4090, 1, 24.0, PricingModel.ON_DEMAND, PriceKind.LISTED, "USD", None)}
+    # availability and dataCenters describe the cloud the request names: SECURE by default
+    assert secure.availability is Availability.IN_STOCK
+    assert secure.provider_data == {"display_name": "RTX 4090", "cloud": "secure",
+                                    "price_field": "price.secure", "max_gpu_count": 8,
+                                    "stock_status": "HIGH", "datacenters_available": "US-KS-2"}
+    assert community.availability is Availability.UNKNOWN
+    assert community.provider_data == {"display_name": "RTX 4090", "cloud": "community",
+                                       "price_field": "price.community", "max_gpu_count": 4}
+    assert (secure.source_url, secure.observed_at) == (
+        REST_URL, datetime(2026, 8, 18, 17, 29, 12, tzinfo=UTC))
+    # no spot in the REST catalog: said, and nothing may be closed for it
+    assert result.complete is False
+    (notice,) = result.rejects
+    assert (notice.reason, notice.raw, notice.offer_key) == (runpod.SPOT_NOT_READ, REST_URL, None)
+
+
+def test_rest_stock_of_the_community_cloud_when_the_request_names_it() -> None:
+    result = runpod.parse([_rest_with(_rest_doc(), url=REST_URL + "&cloud=COMMUNITY")])
+    stock = {o.provider_data["cloud"]: o.availability for o in result.offers}
+    assert stock == {"secure": Availability.UNKNOWN, "community": Availability.IN_STOCK}
+
+
+@pytest.mark.parametrize(("level", "stock", "centres"), [
+    ("NONE", Availability.OUT_OF_STOCK, None), ("LOW", Availability.LOW, "US-KS-2"),
+    ("MEDIUM", Availability.IN_STOCK, "US-KS-2"), ("SOON", Availability.UNKNOWN, None),
+])
+def test_rest_availability_levels(level: str, stock: Availability, centres: str | None) -> None:
+    doc = _rest_doc()
+    doc["gpus"][0]["availability"] = level
+    doc["gpus"][0]["dataCenters"][0]["availability"] = level
+    secure = next(o for o in runpod.parse([_rest_with(doc)]).offers
+                  if o.provider_data["cloud"] == "secure")
+    assert secure.availability is stock
+    assert secure.provider_data.get("datacenters_available") == centres
+
+
+def test_rest_keys_are_the_graphql_keys_of_the_same_gpu_types() -> None:
+    rest = {o.offer_key: o.price_per_hour
+            for o in runpod.parse([_rest_with(_rest_from_graphql())]).offers}
+    graphql = {o.offer_key: o.price_per_hour for o in runpod.parse([load_capture(SNAP, LIVE)])
+               .offers if o.pricing_model is PricingModel.ON_DEMAND}
+    assert rest == graphql  # 15 on-demand offers, MI300X's community placeholder left out
+    assert len(rest) == 15
+
+
+@pytest.mark.parametrize(("edit", "reason", "key"), [
+    (lambda g: g.update(secure=False), None, None),  # not offered there: no offer, no reject
+    (lambda g: g["price"].update(secure=0), None, None),
+    (lambda g: g["price"].update(secure=None), None, None),
+    (lambda g: g.pop("secure"), "price.secure without a boolean 'secure' flag: may be a "
+                                "placeholder", f"{RTX4090}|secure|on_demand"),
+    (lambda g: g["price"].update(secure="0.44"), "price.secure is not a price: '0.44'",
+     f"{RTX4090}|secure|on_demand"),
+])
+def test_rest_entry_rules(edit: Any, reason: str | None, key: str | None) -> None:
+    doc = _rest_doc()
+    edit(doc["gpus"][0])
+    doc["gpus"].append({"name": "no id", "secure": True, "community": True, "price": {}})
+    result = runpod.parse([_rest_with(doc)])
+    assert [o.offer_key for o in result.offers] == [f"{RTX4090}|community|on_demand"]
+    expected = [(key, reason)] if reason else []
+    assert [(r.offer_key, r.reason) for r in result.rejects] == [
+        *expected, (None, "gpus entry without an id"), (None, runpod.SPOT_NOT_READ)]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"data": []}, "gpus"), ({"gpus": {}}, "gpus"),
+    ({"gpus": [{"id": "x", "secure": True, "community": True, "prices": {}}]}, "price"),
+])
+def test_a_rest_body_of_another_shape_is_a_parse_error(body: Any, field: str) -> None:
+    with pytest.raises(ParseError) as err:
+        runpod.parse([_rest_with(body)])
+    assert (err.value.field, err.value.url) == (field, REST_URL)
+
+
+def test_with_both_sources_graphql_wins_a_shared_key_and_the_result_is_complete() -> None:
+    rest = _rest()
+    doc = _rest_doc()
+    doc["gpus"].append({"id": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "memory": 96,
+                        "secure": True, "community": False, "price": {"secure": 1.79}})
+    graphql = load_capture(SNAP, LIVE)
+    result = runpod.parse([rest.model_copy(update={"body": json.dumps(doc).encode()}), graphql])
+    by_key = {o.offer_key: o for o in result.offers}
+    assert (result.complete, result.rejects) == (True, [])
+    assert by_key[f"{RTX4090}|secure|on_demand"].price_per_hour == 0.74  # GraphQL's, not 0.44
+    assert by_key[f"{RTX4090}|secure|on_demand"].source_url == runpod.GRAPHQL_URL
+    assert len(result.offers) == 30 + 1  # a type only the REST catalog lists is kept
+
+
+@pytest.mark.parametrize("broken", ["rest", "graphql"])
+def test_one_source_that_cannot_be_read_leaves_the_other(broken: str) -> None:
+    reshaped = b'{"message": "upstream changed"}'
+    rest, graphql = _rest_with(_rest_from_graphql()), load_capture(SNAP, LIVE)
+    if broken == "rest":
+        rest = rest.model_copy(update={"body": reshaped})
+    else:
+        graphql = graphql.model_copy(update={"body": reshaped})
+    result = runpod.parse([rest, graphql])
+    reasons = [r.reason for r in result.rejects]
+    if broken == "rest":  # GraphQL is the whole listing: complete
+        assert (len(result.offers), result.complete) == (30, True)
+        assert len(reasons) == 1 and reasons[0].startswith("REST catalog not read: runpod: ")
+    else:  # the REST catalog alone: on-demand only, incomplete, and why
+        assert (len(result.offers), result.complete) == (15, False)
+        assert {o.pricing_model for o in result.offers} == {PricingModel.ON_DEMAND}
+        assert reasons[0].startswith("GraphQL gpuTypes not read: runpod: expected data.gpuTypes")
+        assert reasons[1:] == [runpod.SPOT_NOT_READ]
+
+
+class _Server(httpx.BaseTransport):
+    """RunPod as a live server would answer, each source with its status: the REST catalog
+    restating the bundled GraphQL capture, GraphQL the capture itself."""
+
+    def __init__(self, rest: int = 200, graphql: int = 200) -> None:
+        self.status = {"GET": rest, "POST": graphql}
+        self.seen: list[httpx.Request] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.seen.append(request)
+        status = self.status[request.method]
+        if status != 200:
+            return httpx.Response(status, json={"errors": [{"message": "nope"}]},
+                                  request=request)
+        body = (json.dumps(_rest_from_graphql()).encode() if request.method == "GET"
+                else (SNAP / LIVE).read_bytes())
+        return httpx.Response(200, content=body, request=request)
+
+
+KEY = {"RUNPOD_API_KEY": "rp-key"}
+
+
+@pytest.mark.parametrize("status", [410, 429])
+def test_graphql_retired_or_rate_limited_falls_back_to_the_rest_catalog(status: int) -> None:
+    server = _Server(graphql=status)
+    with HttpClient("runpod", transport=server, sleep=lambda _: None) as client:
+        captures = runpod.fetch(client, KEY)
+        assert [e.status for e in client.errors] == [status]  # the run log says why
+    assert [urlsplit(c.url).path for c in captures] == ["/v2/catalog/gpus"]
+    result = runpod.parse(captures)
+    assert (len(result.offers), result.complete) == (15, False)
+    assert [r.reason for r in result.rejects] == [runpod.SPOT_NOT_READ]
+
+
+@pytest.mark.parametrize("status", [401, 403, 503])
+def test_a_failing_rest_catalog_falls_back_to_graphql(status: int) -> None:
+    server = _Server(rest=status)
+    with HttpClient("runpod", transport=server, sleep=lambda _: None) as client:
+        captures = runpod.fetch(client, KEY)
+    assert [c.url for c in captures] == [runpod.GRAPHQL_URL]
+    result = runpod.parse(captures)
+    assert result == runpod.parse([c.model_copy(update={"fetched_at": captures[0].fetched_at})
+                                   for c in [load_capture(SNAP, LIVE)]])
+    assert (len(result.offers), result.rejects, result.complete) == (30, [], True)
+
+
+def test_when_neither_source_answers_the_fetch_says_why_for_each() -> None:
+    with (HttpClient("runpod", transport=_Server(rest=403, graphql=410),
+                     sleep=lambda _: None) as client,
+          pytest.raises(FetchError) as caught):
+        runpod.fetch(client, KEY)
+    assert str(caught.value).startswith("runpod: no source could be read: REST catalog: "
+                                        "runpod: HTTP 403")
+    assert "GraphQL gpuTypes: runpod: RunPod's GraphQL gpuTypes query is gone (HTTP 410): " \
+           "RunPod retired it for the REST catalog (" in str(caught.value)
+    assert caught.value.transient is False
+
+
+def test_a_rest_only_refresh_closes_no_spot_offer(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNPOD_API_KEY", "rp-key")
+    db = tmp_path / "w.duckdb"
+    settings = Settings()
+
+    def refreshed(transport: httpx.BaseTransport) -> RunRecord:
+        collected = collect("runpod", source=Source("live"), transport=transport,
+                            recorder=None, settings=settings, catalog=load_catalog())
+        with connect(db) as con:
+            return load(con, collected, run_id=new_run_id(now_utc()), mode="live",
+                        settings=settings)
+
+    first = refreshed(_Server())
+    assert (first.status, first.complete, first.offers_loaded) == ("ok", True, 30)
+    second = refreshed(_Server(graphql=410))  # GraphQL retired: the REST catalog alone
+    assert (second.status, second.complete, second.offers_loaded) == ("ok", False, 15)
+    assert (second.closed_offers, second.unchanged_offers) == (0, 15)
+    assert second.error and second.error.startswith("incomplete: ") and "HTTP 410" in second.error
+    with connect(db, read_only=True) as con:
+        open_now = con.execute("SELECT pricing_model, count(*) FROM current_offers WHERE "
+                               "provider = 'runpod' GROUP BY 1 ORDER BY 1").fetchall()
+        quarantined = con.execute("SELECT reason FROM quarantine WHERE provider = 'runpod'"
+                                  ).fetchall()
+    assert open_now == [("on_demand", 15), ("spot", 15)]
+    assert quarantined == [(runpod.SPOT_NOT_READ,)]
+
+
+def test_nothing_to_read_is_no_offer_and_no_notice() -> None:
+    assert runpod.parse([]) == ParseResult()

@@ -1,4 +1,5 @@
-"""adapters/shadeform.py on Shadeform's documented /instances/types examples (2026 and 2024)."""
+"""adapters/shadeform.py on Shadeform's own instance types data of 2026-08-22 (the bundled excerpt)
+and its documented /instances/types examples (the 2026 quickstart, the 2024 guides)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from gpuscout.adapters import shadeform
 from gpuscout.adapters.archive import Capture, ReplayTransport, read_manifest
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
-from gpuscout.core.catalog import Resolved, load_catalog
-from gpuscout.core.errors import MissingCredentialsError, ParseError
+from gpuscout.core.catalog import Resolved, Unknown, load_catalog
+from gpuscout.core.errors import ParseError
 from gpuscout.core.models import (
     Availability,
     Interconnect,
@@ -27,32 +28,43 @@ from gpuscout.core.models import (
 
 SNAP = SNAPSHOTS_DIR / "shadeform"
 FIX = FIXTURES / "shadeform"
+BUNDLED = "instance_types_homepage_gpu_index_055204a_2026-08-22.json"
 QUICKSTART = "shadeform_docs_quickstart_instances_types_46d1fa0.json"
 URL = "https://api.shadeform.ai/v1/instances/types"
 A6000 = "massedcompute|A6000|kansascity-usa-1|on_demand"
 GPU_IDS = {"A6000 pcie": "rtx-a6000-48gb", "A100_80G pcie": "a100-pcie-80gb",
-           "H100 pcie": "h100-pcie-80gb"}
+           "H100 pcie": "h100-pcie-80gb", "RTX4090 pcie": "rtx-4090-24gb",
+           "L4 pcie": "l4-24gb", "H200 sxm5": "h200-sxm-141gb", "H100 sxm5": "h100-sxm-80gb",
+           "L40 pcie": "l40-48gb", "A100 sxm4": "a100-sxm-40gb",
+           "RTX5090 pcie": "rtx-5090-32gb", "B300 sxm6": "b300-sxm-288gb",
+           "H100_nvl": "h100-nvl-94gb"}
+# Shadeform says "pcie" for these, which no GPU of theirs is in the catalog: reported unknown.
+UNKNOWN = frozenset({"GH200 pcie", "GAUDI2 pcie"})
 
 
 def _snapshot() -> Capture:
-    return load_capture(SNAP, QUICKSTART)
+    return load_capture(SNAP, BUNDLED)
 
 
-def _fixtures() -> list[Capture]:
-    return [load_capture(FIX, e.file) for e in read_manifest(FIX)]
+def _quickstart() -> Capture:
+    return load_capture(FIX, QUICKSTART)
+
+
+def _guides() -> list[Capture]:
+    return [load_capture(FIX, e.file) for e in read_manifest(FIX) if e.file != QUICKSTART]
 
 
 def _all() -> list[Capture]:
-    return [_snapshot(), *_fixtures()]
+    return [_snapshot(), _quickstart(), *_guides()]
 
 
 def _entry() -> dict[str, Any]:
-    return copy.deepcopy(json.loads((SNAP / QUICKSTART).read_bytes())["instance_types"][0])
+    return copy.deepcopy(json.loads((FIX / QUICKSTART).read_bytes())["instance_types"][0])
 
 
 def _with(*entries: Any) -> Capture:
     body = json.dumps({"instance_types": list(entries)}).encode()
-    return _snapshot().model_copy(update={"body": body})
+    return _quickstart().model_copy(update={"body": body})
 
 
 def _by_key(offers: list[ParsedOffer]) -> dict[str, ParsedOffer]:
@@ -61,16 +73,17 @@ def _by_key(offers: list[ParsedOffer]) -> dict[str, ParsedOffer]:
 
 class TestShadeformInvariants(OfferInvariants):
     NAME = "shadeform"
-    EXPECTED_UNKNOWN = frozenset()
+    EXPECTED_UNKNOWN = UNKNOWN
 
-    @pytest.fixture(params=["snapshot", "fixtures"])
+    @pytest.fixture(params=["snapshot", "quickstart", "guides"])
     def offers(self, request: pytest.FixtureRequest) -> list[ParsedOffer]:
-        captures = [_snapshot()] if request.param == "snapshot" else _fixtures()
+        captures = {"snapshot": [_snapshot()], "quickstart": [_quickstart()],
+                    "guides": _guides()}[request.param]
         return shadeform.parse(captures).offers
 
 
-def test_bundled_snapshot_is_the_2026_quickstart_entry() -> None:
-    result = shadeform.parse([_snapshot()])
+def test_the_2026_quickstart_entry() -> None:
+    result = shadeform.parse([_quickstart()])
     assert (len(result.offers), result.rejects, result.complete) == (1, [], True)
     (o,) = result.offers
     assert (o.offer_key, o.instance_type, o.gpu_label, o.gpu_count, o.vram_gb_per_gpu) == (
@@ -80,7 +93,7 @@ def test_bundled_snapshot_is_the_2026_quickstart_entry() -> None:
     assert (o.region, o.availability, o.vcpus, o.ram_gb, o.disk_gb, o.interconnect) == (
         "kansascity-usa-1", Availability.IN_STOCK, 6, 48, 256, Interconnect.SINGLE)
     assert o.provider_data == {
-        "cloud": "massedcompute", "price_basis": "per instance",
+        "cloud": "massedcompute", "resold_from": "massedcompute", "price_basis": "per instance",
         "cloud_instance_type": "gpu_1x_a6000", "deployment_type": "vm", "gpu_type": "A6000",
         "gpu_interconnect": "pcie", "nvlink": False, "gpu_manufacturer": "nvidia",
         "min_boot_in_sec": 300, "max_boot_in_sec": 600,
@@ -101,7 +114,7 @@ def test_bundled_snapshot_is_the_2026_quickstart_entry() -> None:
 ])
 def test_2024_guide_examples(key: str, label: str, count: int, price: float,
                              availability: Availability, cloud_type: str) -> None:
-    result = shadeform.parse(_fixtures())
+    result = shadeform.parse(_guides())
     assert (len(result.offers), result.rejects) == (4, [])
     o = _by_key(result.offers)[key]
     assert (o.gpu_label, o.gpu_count, o.price_per_hour, o.availability) == (
@@ -111,7 +124,7 @@ def test_2024_guide_examples(key: str, label: str, count: int, price: float,
 
 
 def test_oblivus_8x_h100_exact_values() -> None:
-    o = _by_key(shadeform.parse(_fixtures()).offers)["oblivus|H100x8|MON1|on_demand"]
+    o = _by_key(shadeform.parse(_guides()).offers)["oblivus|H100x8|MON1|on_demand"]
     assert (o.vcpus, o.ram_gb, o.disk_gb, o.vram_gb_per_gpu, o.interconnect) == (
         252, 1440, 6600, 80, None)
     assert (o.region, o.provider_data["region_name"], o.provider_data["cloud"]) == (
@@ -119,11 +132,14 @@ def test_oblivus_8x_h100_exact_values() -> None:
     assert o.observed_at == datetime(2024, 10, 8, 22, 28, 35, tzinfo=UTC)
 
 
-def test_every_label_resolves_to_its_gpu() -> None:
+def test_every_label_resolves_to_its_gpu_or_is_the_known_unknown() -> None:
     catalog = load_catalog()
     for o in shadeform.parse(_all()).offers:
         res = catalog.resolve("shadeform", o.gpu_label, o.vram_gb_per_gpu)
-        assert isinstance(res, Resolved) and res.gpu_id == GPU_IDS[o.gpu_label], o.offer_key
+        if o.gpu_label in UNKNOWN:
+            assert isinstance(res, Unknown), o.offer_key
+        else:
+            assert isinstance(res, Resolved) and res.gpu_id == GPU_IDS[o.gpu_label], o.offer_key
 
 
 def test_each_region_is_an_offer_and_nvlink_is_read() -> None:
@@ -217,22 +233,16 @@ def test_renamed_field_is_a_parse_error(old: str, new: str) -> None:
     assert err.value.field == old
 
 
-def test_fetch_needs_the_api_key() -> None:
-    with (HttpClient("shadeform", transport=ReplayTransport(SNAPSHOTS_DIR)) as client,
-          pytest.raises(MissingCredentialsError) as err):
-        shadeform.fetch(client, {})
-    assert err.value.variable == "SHADEFORM_API_KEY"
-
-
-def test_offline_fetch_serves_the_bundled_body() -> None:
+def test_offline_fetch_serves_the_bundled_body_without_a_key() -> None:
     with HttpClient("shadeform", transport=ReplayTransport(SNAPSHOTS_DIR)) as client:
-        captures = shadeform.fetch(client, {"SHADEFORM_API_KEY": "replay"})
+        captures = shadeform.fetch(client, {})
     assert [c.url for c in captures] == [URL]
-    assert [c.body for c in captures] == [(SNAP / QUICKSTART).read_bytes()]
-    assert [o.offer_key for o in shadeform.parse(captures).offers] == [A6000]
+    assert [c.body for c in captures] == [(SNAP / BUNDLED).read_bytes()]
+    assert len(shadeform.parse(captures).offers) == 23
+    assert shadeform.OPTIONAL_CREDENTIALS == ("SHADEFORM_API_KEY",)
 
 
-def test_live_fetch_sends_the_key_header_unfiltered() -> None:
+def test_live_fetch_is_unfiltered_and_sends_the_key_header_only_when_set() -> None:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -241,9 +251,53 @@ def test_live_fetch_sends_the_key_header_unfiltered() -> None:
 
     with HttpClient("shadeform", transport=httpx.MockTransport(handler),
                     secrets=("sf-secret",)) as client:
+        shadeform.fetch(client, {})
         captures = shadeform.fetch(client, {"SHADEFORM_API_KEY": "sf-secret"})
-    assert [str(r.url) for r in seen] == [URL]
-    assert seen[0].headers["x-api-key"] == "sf-secret"
+    assert [str(r.url) for r in seen] == [URL, URL]
+    assert "x-api-key" not in seen[0].headers
+    assert seen[1].headers["x-api-key"] == "sf-secret"
     assert "sf-secret" not in json.dumps([c.headers for c in captures])
     result = shadeform.parse(captures)
     assert (result.offers, result.complete) == ([], True)
+
+
+# -- the bundled excerpt of 2026-08-22: the re-sold clouds ------------------------------------
+
+
+def test_bundled_excerpt_counts_and_the_clouds_resold() -> None:
+    result = shadeform.parse([_snapshot()])
+    assert (len(result.offers), result.rejects, result.complete) == (23, [], True)
+    resold = {o.provider_data["resold_from"] for o in result.offers}
+    # lambdalabs's one entry here is a CPU machine: skipped
+    assert resold == {"boostrun", "denvr", "excesssupply", "hyperstack", "imwt", "latitude",
+                      "massedcompute", "scaleway", "verda"}
+    assert all(o.provider_data["resold_from"] == o.provider_data["cloud"]
+               for o in result.offers)
+    in_stock = sorted(o.offer_key for o in result.offers
+                      if o.availability is Availability.IN_STOCK)
+    assert in_stock == [
+        "denvr|A100_sxm4x8|calgary-canada-1|on_demand", "denvr|Gaudi2x8|houston-usa-1|on_demand",
+        "excesssupply|RTX5090|oslo-norway-3|on_demand",
+        "hyperstack|H100_sxm5x8|montreal-canada-2|on_demand",
+        "massedcompute|L40|desmoines-usa-1|on_demand", "scaleway|L4|paris-france-5|on_demand",
+        "scaleway|L4|warsaw-poland-1|on_demand"]
+
+
+def test_a_resold_excess_supply_node_in_full() -> None:
+    o = _by_key(shadeform.parse([_snapshot()]).offers)[
+        "excesssupply|H200_sxm5x8_NVLINK|paris-france-3|on_demand"]
+    assert (o.instance_type, o.gpu_label, o.gpu_count, o.vram_gb_per_gpu) == (
+        "H200_sxm5x8_NVLINK", "H200 sxm5", 8, 141)
+    assert (o.price_per_hour, o.currency, o.pricing_model, o.price_kind) == (
+        36.13, "USD", PricingModel.ON_DEMAND, PriceKind.LISTED)  # 3613 cents, whole node
+    assert (o.region, o.availability, o.vcpus, o.ram_gb, o.disk_gb, o.interconnect) == (
+        "paris-france-3", Availability.OUT_OF_STOCK, 128, 1600, 6000, Interconnect.NVLINK)
+    assert o.provider_data == {
+        "cloud": "excesssupply", "resold_from": "excesssupply", "price_basis": "per instance",
+        "cloud_instance_type": "gpu-h200-sxm|8gpu-128vcpu-1600gb", "deployment_type": "vm",
+        "gpu_type": "H200", "gpu_interconnect": "sxm5", "nvlink": True,
+        "gpu_manufacturer": "nvidia", "min_boot_in_sec": 300, "max_boot_in_sec": 420,
+        "os_options": "ubuntu22.04_cuda12.4_shade_os, ubuntu22.04",
+        "cloud_region": "paris-france-3", "region_name": "FR, Paris"}
+    assert (o.source_url, o.observed_at) == (
+        URL, datetime(2026, 8, 22, 18, 2, 58, 752000, tzinfo=UTC))

@@ -19,6 +19,7 @@ from gpuscout.adapters.toolkit import (
     as_list,
     body_head,
     envelope,
+    fetch_apart,
     finite_number,
     is_scalar,
     json_body,
@@ -29,11 +30,13 @@ from gpuscout.adapters.toolkit import (
     parse_error,
     positive_decimal,
     positive_number,
+    read_apart,
+    reject,
     require_fields,
     split_results,
 )
-from gpuscout.core.errors import ParseError
-from gpuscout.core.models import ParsedOffer, PricingModel, Reject
+from gpuscout.core.errors import FetchError, ParseError
+from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
 
 URL = "https://api.example.test/v1/listing"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -273,6 +276,19 @@ def test_one_offer_per_key_holds() -> None:
     assert not OneOfferPerKey("p", repeat_reason="twice").holds("a", 2.0)
 
 
+def test_reject_keeps_text_as_it_is_and_writes_json_values_with_sorted_keys() -> None:
+    cells = '<tr><td>8x "H100"</td></tr>'
+    assert reject("testprov", "no price", cells) == Reject(
+        provider="testprov", reason="no price", raw=cells, offer_key=None)
+    row = {"price": None, "gpu": "H100 Ä", "n": [2, 1]}
+    got = reject("testprov", "price is not a price: None", row, "H100|1x")
+    assert (got.raw, got.offer_key) == (
+        '{"gpu": "H100 Ä", "n": [2, 1], "price": null}', "H100|1x")
+    assert json.loads(got.raw) == row
+    # anything else a parser holds (a number, a list) is JSON too, never a Python repr
+    assert reject("testprov", "r", [1.5, None]).raw == "[1.5, null]"
+
+
 def test_split_results_keeps_order_and_drops_none() -> None:
     reject = Reject(provider="p", reason="bad", raw="{}")
     offers, rejects = split_results([_offer("a", 1.0), None, reject, _offer("b", 2.0)])
@@ -299,6 +315,58 @@ def test_newest_wins_is_incomplete_when_one_capture_was_cut() -> None:
     cut, whole = _capture(b"cut"), _capture(b"whole", at=T0 + timedelta(days=1))
     result = newest_wins([cut, whole], lambda c: ([], [], c.body == b"whole"))
     assert result.complete is False
+
+
+# -- independent sources --------------------------------------------------------------------------
+
+
+def _failing(status: int, *, transient: bool = False) -> Any:
+    def request() -> Capture:
+        raise FetchError(f"HTTP {status}", provider="testprov", url=URL, transient=transient,
+                         status=status)
+    return request
+
+
+def test_fetch_apart_keeps_what_answered_and_fails_only_when_nothing_did() -> None:
+    good = _capture(b"[]")
+    assert fetch_apart("testprov", {"a": _failing(404), "b": lambda: good}) == [good]
+    with pytest.raises(FetchError, match="HTTP 404") as one:
+        fetch_apart("testprov", {"a": _failing(404)})
+    assert one.value.status == 404  # a single failure is raised as it was
+    with pytest.raises(FetchError, match=r"no source could be read: a: .*HTTP 404.*; "
+                                         r"b: .*HTTP 503") as both:
+        fetch_apart("testprov", {"a": _failing(404), "b": _failing(503, transient=True)})
+    assert both.value.transient is True  # worth a retry: one of them may come back
+
+
+def _reader(captures: Any) -> ParseResult:
+    doc = json_body("testprov", captures[0])
+    if not isinstance(doc, list):
+        raise parse_error("testprov", captures[0], "expected a list", "rows")
+    return ParseResult(offers=[_offer(k, p) for k, p in doc], complete=len(doc) > 0)
+
+
+def test_read_apart_merges_the_parts_and_a_later_part_wins_a_shared_key() -> None:
+    result, read = read_apart("testprov", {
+        "first": [_capture([["a", 1.0], ["b", 2.0]])], "second": [_capture([["b", 3.0]])],
+        "absent": []}, _reader)
+    assert read == ["first", "second"]
+    assert {o.offer_key: o.price_per_hour for o in result.offers} == {"a": 1.0, "b": 3.0}
+    assert (result.rejects, result.complete) == ([], True)
+
+
+def test_read_apart_turns_an_unreadable_part_into_a_reject_and_an_incomplete_result() -> None:
+    result, read = read_apart("testprov", {
+        "first": [_capture({"rows": "gone"})], "second": [_capture([["b", 3.0]])]}, _reader)
+    assert read == ["second"]
+    assert [o.offer_key for o in result.offers] == ["b"]
+    (rej,) = result.rejects
+    assert rej.reason == f"first not read: testprov: expected a list [field rows] ({URL})"
+    assert (rej.raw, rej.offer_key, result.complete) == ('{"rows": "gone"}', None, False)
+    with pytest.raises(ParseError, match="expected a list"):
+        read_apart("testprov", {"first": [_capture({"rows": "gone"})], "second": []}, _reader)
+    # a part's own incompleteness carries over
+    assert read_apart("testprov", {"only": [_capture([])]}, _reader)[0].complete is False
 
 
 # -- HTML -----------------------------------------------------------------------------------------
