@@ -164,8 +164,8 @@ def offers(
 # The columns `offers` prints as a table, and their headers.
 SHOWN_OFFER_COLUMNS = {
     "provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
-    "interconnect": "link", "pricing_model": "pricing", "price_usd_per_gpu_hour": "$/gpu-h",
-    "price_usd_per_hour": "$/h", "region": "region", "availability": "avail",
+    "interconnect": "link", "sold_as": "sold as", "price_usd_per_gpu_hour": "$/gpu-h",
+    "price_usd_per_hour": "$/h", "region": "region", "listings": "hosts", "availability": "avail",
     "interruption": "interrupt", "observed_at": "observed", "stale": "stale"}
 
 
@@ -173,6 +173,8 @@ def _shown_offer(row: dict[str, Any]) -> dict[str, Any]:
     # An unknown GPU shows the provider's label rather than an empty cell.
     if row["gpu_id"] is None:
         row = {**row, "gpu_id": f"? {row['gpu_label']}"}
+    elif row.get("gpu_variant_assumed"):  # the label does not state the variant
+        row = {**row, "gpu_id": f"{row['gpu_id']} (assumed)"}
     return {header: row[column] for column, header in SHOWN_OFFER_COLUMNS.items()}
 
 
