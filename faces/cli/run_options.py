@@ -35,7 +35,8 @@ ObjectiveOpt = Annotated[Objective, typer.Option(
     "the offers within 25 % of the fastest one's hours")]
 MaxHoursOpt = Annotated[float | None, typer.Option("--max-hours", min=0)]
 MaxUsdOpt = Annotated[float | None, typer.Option(
-    "--max-usd", min=0, help="the whole run's cost at most, USD (--explain lists the dearer)")]
+    "--max-usd", min=0, help="the whole run's cost at most, USD (when no offer meets it, "
+    "--explain lists what each would cost)")]
 CommitmentOpt = Annotated[str, typer.Option(
     "--commitment", metavar="none|allow|max-months=N",
     help="committed offers (a minimum term paid whether used or not): none ranks only those "
