@@ -91,6 +91,11 @@ def test_gpus_resolve_json() -> None:
     assert (out["gpu_id"], out["confidence"]) == ("a100-sxm-80gb", "verified")
     out = json.loads(_cli("gpus", "resolve", "vastai", "Unheard Of", "--format", "json"))
     assert out["gpu_id"] is None and out["reason"]
+    # the family is fixed, the form factor is not: the conservative variant, said so
+    out = json.loads(_cli("gpus", "resolve", "latitude", "NVIDIA H100 80GB", "--vram", "80",
+                          "--format", "json"))
+    assert (out["gpu_id"], out["layer"]) == ("h100-pcie-80gb", "family")
+    assert out["reason"].startswith("H100 80GB, variant not stated")
 
 
 @pytest.mark.parametrize(("args", "message"), [

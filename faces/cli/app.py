@@ -296,13 +296,15 @@ def gpus_resolve(
                                                min=0)] = None,
     format: Annotated[Format, typer.Option("--format")] = Format.table,
 ) -> None:
-    """Show how a provider's GPU label resolves to a catalog GPU (or why it does not)."""
-    from gpuscout.core.catalog import Resolved, load_catalog
+    """Show how a provider's GPU label resolves to a catalog GPU (or why it does not); a label
+    that fixes the family but not the variant shows the conservative variant it is sized as."""
+    from gpuscout.core.catalog import FamilyLevel, Resolved, load_catalog
 
-    res = load_catalog().resolve(provider, label, vram)
+    res = load_catalog().identify(provider, label, vram)
     payload = {"provider": provider, "label": label, "gpu_id": res.gpu_id,
                "gpu_count": res.gpu_count, "confidence": res.confidence, "layer": res.layer,
-               "reason": None if isinstance(res, Resolved) else res.reason}
+               "reason": None if isinstance(res, Resolved) else
+               res.note if isinstance(res, FamilyLevel) else res.reason}
     if format is Format.json:
         typer.echo(json.dumps(payload))
     else:
