@@ -164,18 +164,19 @@ class ParsedOffer(BaseModel):
     source_url: str
     observed_at: datetime
     provider_data: ProviderData = Field(default_factory=dict)
-    # How it is sold, when the source says so (else normalize reads provider_data and the
-    # sourced provider facts).
-    term_kind: TermKind | None = None
-    min_term: PositiveFloat | None = Field(default=None, description="in min_term_unit")
-    min_term_unit: TermUnit | None = None
-    term_payment: TermPayment | None = None
-    # What one order is, when the source says so.
+    # How it is sold and what one order is, when the source says so (else normalize reads
+    # provider_data and the sourced provider facts, pipeline/sold.py). Read by normalize, left
+    # out of model_dump: an adapter's offer dumps as it did before these existed.
+    term_kind: TermKind | None = Field(default=None, exclude=True)
+    min_term: PositiveFloat | None = Field(default=None, exclude=True,
+                                           description="in min_term_unit")
+    min_term_unit: TermUnit | None = Field(default=None, exclude=True)
+    term_payment: TermPayment | None = Field(default=None, exclude=True)
     gpus_per_machine: PositiveFloat | None = Field(
-        default=None, le=MAX_GPU_COUNT, description="None: the offer is one machine")
-    machines_min: int | None = Field(default=None, ge=1, description="per order")
-    machines_max: int | None = Field(default=None, ge=1, description="per order")
-    nvlink_domain_gpus: int | None = Field(default=None, ge=1)
+        default=None, le=MAX_GPU_COUNT, exclude=True, description="None: one machine")
+    machines_min: int | None = Field(default=None, ge=1, exclude=True, description="per order")
+    machines_max: int | None = Field(default=None, ge=1, exclude=True, description="per order")
+    nvlink_domain_gpus: int | None = Field(default=None, ge=1, exclude=True)
 
     @field_validator("currency")
     @classmethod

@@ -139,3 +139,15 @@ def test_interruption_rates_are_sourced_rows_per_provider_and_kind() -> None:
     assert nebius is not None and (nebius.provider, nebius.basis) == ("*", "proxy")
     vast = interruption_rate("vastai", TermKind.BID)
     assert vast is not None and (vast.basis, vast.per_hour) == ("assumed", 0.05)
+
+
+def test_what_an_adapter_states_wins_and_stays_out_of_its_dump() -> None:
+    p = parsed("newcloud", "h100|16x|reserved", count=16, model=PricingModel.RESERVED,
+               min_term=2.0, min_term_unit=TermUnit.WEEK, term_payment=TermPayment.PREPAID,
+               gpus_per_machine=8.0, machines_min=2, machines_max=4, nvlink_domain_gpus=8)
+    assert "min_term" not in p.model_dump() and "gpus_per_machine" not in p.model_dump()
+    o = one(p)
+    assert (o.min_term_hours, o.term_payment, o.term_source) == (336.0, TermPayment.PREPAID,
+                                                                 "offer")
+    assert (o.gpus_per_machine, o.machines_min, o.machines_max, o.order_source) == (
+        8.0, 2, 4, "offer")
