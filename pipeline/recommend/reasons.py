@@ -164,8 +164,10 @@ def _variant(row: dict[str, Any], why: dict[str, Any]) -> str | None:
 def _term(row: dict[str, Any], why: dict[str, Any]) -> str | None:
     kind = row["term_kind"]
     if kind == "committed":
-        source = why["term_source"]
-        cited = "" if source in (None, "offer") else f" (per {source})"
+        source = why["term_source"] or "offer"
+        cited = ("" if source == "offer" else
+                 f" (payment per {source.removeprefix('offer; payment: ')})"
+                 if source.startswith("offer; payment: ") else f" (per {source})")
         return _text("committed for %s%s: charged %s h at %s per machine-hour, %s in all for "
                      "the term", _term_text(why), cited,
                      f"{why['charged_s'] / 3600:,.0f}", _usd(row["price_usd_per_machine_hour"]),
