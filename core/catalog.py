@@ -14,6 +14,13 @@ Resolution never guesses: a label that no layer reads, that is marked unmapped, 
 several GPUs and is not settled by the memory it states or the VRAM the provider reports, or
 whose stated form factor, memory or reported VRAM contradicts the GPU, comes back as an
 explicit `Unknown` with the reason.
+
+`identify` goes one step further for offers, and says so: a label that fixes the GPU family
+(and its memory, where it states or the provider reports it) but not the variant ("NVIDIA H100
+80GB": SXM or PCIe) keeps a family-level identity, `FamilyLevel`, sized at its conservative
+variant (the one without NVSwitch, then the least memory, bandwidth and compute). The variants
+a label may be come from the generic layers, or for labels they cannot read, from
+`data/gpu_variants.csv` (a source per row).
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ GPUS_CSV = DATA_DIR / "gpus.csv"
 ALIASES_CSV = DATA_DIR / "gpu_aliases.csv"
 # Provider-specific alias files added with their adapters, same columns as gpu_aliases.csv.
 ALIASES_DIR = DATA_DIR / "aliases"
+# Labels the generic layers cannot read that name a GPU family but not its variant.
+VARIANTS_CSV = DATA_DIR / "gpu_variants.csv"
 
 # Reported VRAM may be GiB printed as GB, usable rather than nominal memory (Vast.ai reports
 # 39936 MiB for a 40 GB A100, 23028 MiB for a 24 GB card) or rounded; 12 % covers that and still
@@ -143,6 +152,29 @@ class Unknown:
 Resolution = Resolved | Unknown
 
 
+@dataclass(frozen=True)
+class FamilyLevel:
+    """A label that fixes the GPU family but not the variant: sized at `gpu_id`, the
+    conservative one of `variants`, and said so (`note`)."""
+
+    label: str
+    gpu_id: str
+    family: str  # "H100 80GB"
+    variants: tuple[str, ...]
+    reason: str  # why resolution alone could not settle it
+    gpu_count: float | None = None
+    confidence: None = None
+    layer: Literal["family"] = "family"
+
+    @property
+    def note(self) -> str:
+        return (f"{self.family}, variant not stated ({' or '.join(self.variants)}): sized as "
+                f"{self.gpu_id}, the conservative one")
+
+
+Identity = Resolved | FamilyLevel | Unknown
+
+
 def _key(label: str) -> str:
     return " ".join(label.strip().lower().split())
 
@@ -180,21 +212,44 @@ def _near(nominal: float, stated: float) -> bool:
     return abs(stated - nominal) <= VRAM_TOLERANCE * nominal
 
 
+def _conservative_key(g: GpuSpec) -> tuple[float, ...]:
+    """Order of variants from the most conservative: no NVSwitch board first (PCIe, NVL), then
+    the least memory, memory bandwidth and compute."""
+    switched = g.node_interconnect in (Interconnect.NVSWITCH, Interconnect.INFINITY_FABRIC)
+    return (float(switched), g.vram_gb, g.mem_bandwidth_gbs or 0.0,
+            g.bf16_dense_tflops or g.fp16_dense_tflops or 0.0)
+
+
+def _family_name(variants: list[GpuSpec]) -> str:
+    words = model_words(variants[0].canonical_id).upper()
+    sizes = sorted({g.vram_gb for g in variants})
+    return words + (f" {sizes[0]:g}GB" if len(sizes) == 1 else "")
+
+
 def _opt_float(v: str) -> float | None:
     return float(v) if v.strip() else None
 
 
 class Catalog:
-    def __init__(self, gpus: list[GpuSpec], aliases: list[AliasRow]) -> None:
+    def __init__(self, gpus: list[GpuSpec], aliases: list[AliasRow],
+                 variants: dict[tuple[str, str], tuple[str, tuple[str, ...]]] | None = None,
+                 ) -> None:
         self.gpus: dict[str, GpuSpec] = {g.canonical_id: g for g in gpus}
         # model words → catalog rows, for the grammar and label layers
         self._models: dict[str, list[GpuSpec]] = {}
         self._short: dict[str, list[GpuSpec]] = {}  # the same without the line word
+        # the same without spaces: "RTXPRO6000", "rtxa6000" as run together in a name
+        self._compact: dict[str, list[GpuSpec]] = {}
         for g in gpus:
             model = model_words(g.canonical_id)
             self._models.setdefault(model, []).append(g)
             if _drop_line_word(model) != model:
                 self._short.setdefault(_drop_line_word(model), []).append(g)
+            self._compact.setdefault(model.replace(" ", ""), []).append(g)
+        self._variants = {(p, _key(label)): v for (p, label), v in (variants or {}).items()}
+        for _, ids in self._variants.values():
+            if unknown := [i for i in ids if i not in self.gpus]:
+                raise ValueError(f"gpu_variants names unknown GPUs {unknown}")
         self.aliases = aliases
         self._by_label: dict[tuple[str, str], list[AliasRow]] = {}
         for row in aliases:
@@ -241,6 +296,68 @@ class Catalog:
         return self._check_vram(Resolved(found, words.count, "inferred", words.model,
                                          layer="label"), vram_hint, label)
 
+    def identify(self, provider: str, label: str, vram_hint: float | None = None) -> Identity:
+        """`resolve`, or where it cannot settle the variant of a family the label fixes, that
+        family sized at its conservative variant (see the module docstring)."""
+        res = self.resolve(provider, label, vram_hint)
+        if isinstance(res, Resolved):
+            return res
+        variants, count = self._family(provider, label, vram_hint)
+        if len(variants) < 2:
+            return res
+        variants.sort(key=_conservative_key)
+        listed = self._variants.get((provider, _key(label)))
+        return FamilyLevel(label=label, gpu_id=variants[0].canonical_id,
+                           family=listed[0] if listed else _family_name(variants),
+                           variants=tuple(g.canonical_id for g in variants), reason=res.reason,
+                           gpu_count=count)
+
+    def _family(self, provider: str, label: str,
+                vram_hint: float | None) -> tuple[list[GpuSpec], float | None]:
+        """The variants of one GPU family a label may be (fewer than two: none), and the count
+        it implies."""
+        listed = self._variants.get((provider, _key(label)))
+        if listed is not None:
+            return [self.gpus[i] for i in listed[1]], None
+        rows = [r for r in self._by_label.get((provider, _key(label)), [])
+                if r.canonical_id is not None]
+        if len(rows) > 1:  # an alias naming several GPUs, no VRAM to settle it
+            ids = {r.canonical_id for r in rows if r.canonical_id}
+            found = [self.gpus[i] for i in sorted(ids)]
+            if len({model_words(g.canonical_id) for g in found}) == 1:
+                return found, rows[0].gpu_count_if_implied
+            return [], None
+        parts = read_instance_name(provider, label)
+        if parts is not None and not parts.family:
+            found = self._candidates(read_label(parts.gpu), vram_hint,
+                                     memory_gb=parts.memory_gb, form=parts.form)
+            return found, parts.count
+        words = read_label(label)
+        if not words.model:
+            return [], None
+        return self._candidates(words, vram_hint), words.count
+
+    def _candidates(self, words: LabelParts, vram_hint: float | None, *,
+                    memory_gb: float | None = None,
+                    form: FormFactor | None = None) -> list[GpuSpec]:
+        """The catalog GPUs of the model the words name that fit everything stated."""
+        memory = memory_gb if memory_gb is not None else words.memory_gb
+        form = form or words.form
+        found = self._model_rows(words.model)
+        if form is not None:
+            found = [g for g in found if g.form_factor == form]
+        if memory is not None:
+            found = [g for g in found if _near(g.vram_gb, memory)]
+        if words.edition is not None:
+            found = [g for g in found if _edition(g.canonical_id) == words.edition]
+        if len(found) > 1 and vram_hint is not None:
+            found = [g for g in found if _near(g.vram_gb, vram_hint)]
+        return found
+
+    def _model_rows(self, model: str) -> list[GpuSpec]:
+        return (self._models.get(model) or self._short.get(model)
+                or self._compact.get(model.replace(" ", "")) or [])
+
     def _from_alias(self, rows: list[AliasRow], label: str,
                     vram_hint: float | None) -> Resolution:
         mapped = [r for r in rows if r.canonical_id is not None]
@@ -265,7 +382,7 @@ class Catalog:
         """The one catalog GPU whose model the words name and that fits everything stated."""
         memory = memory_gb if memory_gb is not None else words.memory_gb
         form = form or words.form
-        candidates = self._models.get(words.model) or self._short.get(words.model) or []
+        candidates = self._model_rows(words.model)
         if not candidates:
             return Unknown(label, f"no catalog GPU is called {words.model!r}")
         stated = []
@@ -350,7 +467,16 @@ def alias_files() -> list[Path]:
     return [ALIASES_CSV, *sorted(ALIASES_DIR.glob("*.csv"))]
 
 
+def _read_variants(path: Path) -> dict[tuple[str, str], tuple[str, tuple[str, ...]]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if missing := [r["provider_name"] for r in rows if not r["source"].strip()]:
+        raise DataError(f"gpu_variants.csv rows without a source: {missing}")
+    return {(r["provider"], r["provider_name"]): (r["family"], tuple(r["variants"].split()))
+            for r in rows}
+
+
 @cache
 def load_catalog() -> Catalog:
     aliases = [row for path in alias_files() for row in _read_aliases(path)]
-    return Catalog(_read_gpus(GPUS_CSV), aliases)
+    return Catalog(_read_gpus(GPUS_CSV), aliases, _read_variants(VARIANTS_CSV))

@@ -20,6 +20,39 @@ class PricingModel(StrEnum):
     RESERVED = "reserved"  # committed term (1 month, 1 year, ...), hourly equivalent
 
 
+class TermKind(StrEnum):
+    """How an offer is sold: what the price buys and what may end it early."""
+
+    ON_DEMAND = "on_demand"  # runs until the renter stops it
+    SPOT = "spot"  # the cloud reclaims it when it needs the capacity (spot, preemptible)
+    BID = "bid"  # a marketplace bid: paused or stopped when someone bids higher
+    INTERRUPTIBLE = "interruptible"  # the host or platform may stop it at any time
+    COMMITTED = "committed"  # a minimum term is paid for whether used or not
+
+
+class TermUnit(StrEnum):
+    HOUR = "hour"
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    YEAR = "year"
+
+
+# Hours of one unit of a minimum term, as providers convert their monthly and yearly prices to
+# hourly ones (730 h a month, 8,760 h a year: OVHcloud, Latitude.sh, E2E, Azure reservations).
+TERM_UNIT_HOURS: dict[TermUnit, float] = {
+    TermUnit.HOUR: 1.0, TermUnit.DAY: 24.0, TermUnit.WEEK: 168.0, TermUnit.MONTH: 730.0,
+    TermUnit.YEAR: 8760.0}
+
+
+class TermPayment(StrEnum):
+    """When a committed term is paid: the whole term is owed either way."""
+
+    PREPAID = "prepaid"  # up front
+    MONTHLY = "monthly"  # month by month over the term
+    ANNUALLY = "annually"  # year by year over the term
+
+
 class PriceKind(StrEnum):
     """How a price was obtained, so that a derived number is never mistaken for an observed one."""
 
@@ -131,6 +164,19 @@ class ParsedOffer(BaseModel):
     source_url: str
     observed_at: datetime
     provider_data: ProviderData = Field(default_factory=dict)
+    # How it is sold and what one order is, when the source says so (else normalize reads
+    # provider_data and the sourced provider facts, pipeline/sold.py). Read by normalize, left
+    # out of model_dump: an adapter's offer dumps as it did before these existed.
+    term_kind: TermKind | None = Field(default=None, exclude=True)
+    min_term: PositiveFloat | None = Field(default=None, exclude=True,
+                                           description="in min_term_unit")
+    min_term_unit: TermUnit | None = Field(default=None, exclude=True)
+    term_payment: TermPayment | None = Field(default=None, exclude=True)
+    gpus_per_machine: PositiveFloat | None = Field(
+        default=None, le=MAX_GPU_COUNT, exclude=True, description="None: one machine")
+    machines_min: int | None = Field(default=None, ge=1, exclude=True, description="per order")
+    machines_max: int | None = Field(default=None, ge=1, exclude=True, description="per order")
+    nvlink_domain_gpus: int | None = Field(default=None, ge=1, exclude=True)
 
     @field_validator("currency")
     @classmethod
@@ -182,13 +228,54 @@ class Offer(BaseModel):
     source_url: str
     observed_at: datetime
     provider_data: ProviderData
+    # Everything below is optional with a default meaning "as before": an on-demand (or spot)
+    # offer of one machine of `gpu_count` GPUs, identified exactly, with no market depth.
+    gpu_variant_assumed: bool = Field(
+        default=False, description="the label fixes the GPU family and memory but not the form "
+        "factor: gpu_id is the conservative variant it is sized at")
+    term_kind: TermKind | None = Field(default=None, description="None: as pricing_model says")
+    min_term: PositiveFloat | None = Field(default=None, description="in min_term_unit")
+    min_term_unit: TermUnit | None = None
+    min_term_hours: PositiveFloat | None = Field(
+        default=None, description="the minimum term in hours (730 h a month, 8,760 h a year)")
+    term_payment: TermPayment | None = None
+    term_source: str | None = Field(default=None, description="where the term was read: "
+                                    "'offer' or a provider fact's URL")
+    gpus_per_machine: PositiveFloat | None = Field(default=None,
+                                                   description="None: gpu_count")
+    machines_min: int = Field(default=1, ge=1, description="machines one order must have")
+    machines_max: int | None = Field(default=None, ge=1, description="machines one order may "
+                                     "have; None: not stated")
+    nvlink_domain_gpus: int | None = Field(default=None, ge=1, description="GPUs joined by "
+                                           "NVLink/NVSwitch, across machines in a rack")
+    order_source: str | None = Field(default=None, description="where the order shape was "
+                                     "read: 'offer' or a provider fact's URL")
+    ask_count: int | None = Field(default=None, ge=0, description="marketplace asks behind "
+                                  "the price (the price is the lowest)")
+    ask_median_usd_per_hour: PositiveFloat | None = Field(default=None, description="median "
+                                                          "ask, whole offer, USD per hour")
+    ask_max_usd_per_hour: PositiveFloat | None = Field(default=None, description="highest "
+                                                       "ask, whole offer, USD per hour")
+    host_id: str | None = Field(default=None, description="the marketplace host or machine")
+    host_reliability: float | None = Field(default=None, ge=0, le=1,
+                                           description="the host's reliability, 0 to 1")
+    host_verified: bool | None = None
 
     @model_validator(mode="after")
     def _per_gpu_consistent(self) -> Offer:
         expected = self.price_usd_per_hour / self.gpu_count
         if abs(expected - self.price_usd_per_gpu_hour) > 1e-6 * max(1.0, expected):
             raise ValueError("price_usd_per_gpu_hour must equal price_usd_per_hour / gpu_count")
+        if self.gpus_per_machine is not None and self.gpus_per_machine > self.gpu_count:
+            raise ValueError("gpus_per_machine cannot exceed gpu_count")
+        if self.machines_max is not None and self.machines_max < self.machines_min:
+            raise ValueError("machines_max cannot be below machines_min")
         return self
+
+    @property
+    def machines(self) -> float:
+        """Machines the listed price covers (gpu_count / gpus_per_machine)."""
+        return self.gpu_count / (self.gpus_per_machine or self.gpu_count)
 
 
 class Reject(BaseModel):

@@ -101,12 +101,20 @@ class CurrentOffer(BaseModel):
     instance_type: str | None
     gpu_label: str
     gpu_id: str | None = Field(description="canonical GPU id; None when the label is unknown")
+    gpu_variant_assumed: bool = Field(default=False, description="the label does not state "
+                                      "the variant: gpu_id is the conservative one")
     gpu_count: float
     vram_gb: float | None = Field(description="per GPU")
     memory_type: str | None
     form_factor: str | None
     interconnect: str
     pricing_model: PricingModel
+    term_kind: str | None = Field(default=None, description="how it is sold: on_demand, spot, "
+                                  "bid, interruptible, committed")
+    min_term_hours: float | None = Field(default=None, description="a committed offer's term")
+    sold_as: str | None = Field(default=None, description="the term, as the table prints it")
+    listings: int = Field(default=1, description="offers identical but for their key (a "
+                          "marketplace's hosts), folded into this row")
     price_kind: str
     currency: str
     price_per_hour: float = Field(description="whole offer, provider currency")
@@ -206,21 +214,33 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
               max_price_age_days: float | None = 7.0,
               storage_gb: float | None = None,
               providers: Sequence[str] | None = None, region: str | None = None,
-              limit: int = 10, **options: Any) -> Recommendation:
+              limit: int = 10, commitment: str = "none", max_usd: float | None = None,
+              min_reliability: float | None = None, **options: Any) -> Recommendation:
     """Every current offer priced for the whole run (`tokens`, or `dataset_tokens` ×
-    `epochs`) and ranked by `objective`, each with its reasons; `rejected_cheaper` says why
-    the cheaper offers cannot run it. The parallelism is chosen per offer."""
-    from gpuscout.pipeline.recommend import RecommendRequest, tokens_from_options
+    `epochs`) and ranked by `objective` ("cost", "time", or "balanced": the cheapest within
+    25 % of the fastest's hours), each with its reasons; `rejected_cheaper` says why the
+    cheaper offers, and those a rule set aside, cannot run it; `set_aside` counts the offers
+    set aside per reason. `commitment` is "none" (committed offers only where the job's own
+    time covers their term), "allow" (all, at their whole-term cost) or "max-months=N";
+    `max_usd` caps the whole run's cost; `min_reliability` (0 to 1) a marketplace host's
+    reliability. The parallelism is chosen per offer."""
+    from gpuscout.pipeline.recommend import (
+        RecommendRequest,
+        commitment_from_option,
+        tokens_from_options,
+    )
     from gpuscout.pipeline.recommend import recommend as run_recommend
     from gpuscout.warehouse.connection import connect
 
     arch, spec, warnings = _job(job, options).resolve_per_offer()
+    policy, months = commitment_from_option(commitment)
     request = RecommendRequest(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective,
         spot=spot, max_hours=max_hours, checkpoint_every_min=checkpoint_every_min,
         max_price_age_days=max_price_age_days,
         storage_gb=storage_gb, providers=list(providers) if providers else None,
-        region=region, limit=limit)
+        region=region, limit=limit, commitment=policy, max_commitment_months=months,
+        max_usd=max_usd, min_reliability=min_reliability)
     with connect(_db(db), read_only=True) as con:
         rec = run_recommend(con, arch, spec, request)
     return rec.model_copy(update={"warnings": warnings})

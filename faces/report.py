@@ -69,7 +69,14 @@ def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dic
         "batch": f"{job.batch_size} × {job.seq_len} tokens, grad accum {job.grad_accum}",
         "optimizer": job.optimizer + (", mixed precision" if job.mixed_precision else ""),
         "objective": f"{req.objective}, spot {req.spot}"
-                     + (f", max {req.max_hours:g} h" if req.max_hours else ""),
+                     + (f", max {req.max_hours:g} h" if req.max_hours else "")
+                     + (f", max ${req.max_usd:,.2f}" if req.max_usd else "")
+                     + (f", hosts of reliability ≥ {req.min_reliability:g}"
+                        if req.min_reliability is not None else ""),
+        "commitments": ("allowed, at their whole-term cost" if req.commitment == "allow"
+                        else f"terms of at most {req.max_commitment_months:g} months, at their "
+                             "whole-term cost" if req.commitment == "max-months"
+                        else "only where the job's own time covers the term"),
         "checkpoints": (f"every {req.checkpoint_every_min:g} min"
                         if req.checkpoint_every_min is not None
                         else "per offer: the Young/Daly interval √(2·C·MTBF)"),
@@ -313,6 +320,8 @@ def _freshness_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _recommendation_html(data: ReportData) -> str:
+    from gpuscout.pipeline.recommend.result import set_aside_line, sold_as
+
     job = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in data.job.items())
     parts = [f'<dl class="job">{job}</dl>']
     parts += [f'<p class="warning">{_e(w)}</p>' for w in data.warnings]
@@ -328,8 +337,9 @@ def _recommendation_html(data: ReportData) -> str:
             f'<p class="verdict" data-field="best">Best: <b>{_e(offer_label(1, top))}</b>: '
             f"<b>${top.total_usd:,.2f}</b> in total (compute ${top.compute_usd:,.2f} + "
             f"storage ${top.storage_usd:,.2f} + egress ${top.egress_usd:,.2f}), "
-            f"{top.expected_hours:,.2f} h expected, {top.billed_hours:,.2f} h billed at "
-            f"${top.price_usd_per_hour:,.2f}/h.</p>")
+            f"{top.expected_hours:,.2f} h expected, {top.charged_hours:,.2f} h charged at "
+            f"${top.price_usd_per_machine_hour:,.2f} per machine-hour "
+            f"({_e(sold_as(top.term_kind, top.min_term_hours))}).</p>")
         parts.append(_chart("recommendation-cost", recommendation_figure(rec)))
         rows = []
         for i, r in enumerate(rec.ranked, 1):
@@ -337,11 +347,12 @@ def _recommendation_html(data: ReportData) -> str:
                 f'<tr class="offer" data-offer="{_e(r.offer_key)}"><td class="num">{i}</td>'
                 f"<td>{_e(r.provider)}</td><td>{_e(_machine(r))}"
                 f"<br><small>{_e(r.offer_key)}</small></td>"
-                f"<td>{_e(r.pricing_model)}</td><td>{_e(r.sharding)}</td>"
-                f"{_num('price_usd_per_hour', r.price_usd_per_hour, ',.2f')}"
+                f"<td>{_e(sold_as(r.term_kind, r.min_term_hours))}</td>"
+                f"<td>{_e(r.sharding)}</td>"
+                f"{_num('price_usd_per_machine_hour', r.price_usd_per_machine_hour, ',.2f')}"
                 f"<td>{_e(r.price_age_label)}</td>"
                 f"{_num('expected_hours', r.expected_hours, ',.2f')}"
-                f"{_num('billed_hours', r.billed_hours, ',.2f')}"
+                f"{_num('charged_hours', r.charged_hours, ',.2f')}"
                 f"{_num('compute_usd', r.compute_usd, ',.2f')}"
                 f"{_num('storage_usd', r.storage_usd, ',.2f')}"
                 f"{_num('egress_usd', r.egress_usd, ',.2f')}"
@@ -349,8 +360,9 @@ def _recommendation_html(data: ReportData) -> str:
                 # the reasons get a full-width row of their own, under the numbers
                 f'<tr class="reasons"><td></td><td colspan="12">'
                 f"{' · '.join(_e(x) for x in r.reasons)}</td></tr>")
-        parts.append(_table(["#", "provider", "machine", "pricing", "parallelism", "$/h",
-                             "price age", "expected h", "billed h", "compute $", "storage $",
+        parts.append(_table(["#", "provider", "machine", "sold as", "parallelism",
+                             "$/machine-h", "price age", "expected h", "charged h",
+                             "compute $", "storage $",
                              "egress $",
                              "total $"], rows, "recommendation"))
     parts.append(
@@ -358,7 +370,7 @@ def _recommendation_html(data: ReportData) -> str:
         f"machine shapes; storage {rec.storage_gb:,.1f} GB during the run (base model, "
         f"tokenized data, two checkpoints of {rec.checkpoint_gb:,.2f} GB), final weights "
         f"{rec.egress_gb:,.2f} GB downloaded.</p>")
-    parts += [f'<p class="note">{_e(n)}</p>' for n in rec.price_notes]
+    parts += [f'<p class="note">{_e(n)}</p>' for n in [set_aside_line(rec), *rec.price_notes]]
     if rec.managed:
         rows = [f'<tr class="managed"><td>{_e(q.service)}</td><td>{_e(q.method)}</td>'
                 f"{_num('usd_per_million', q.row.usd_per_million_training_tokens, ',.2f')}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,11 @@ def test_gpus_resolve_json() -> None:
     assert (out["gpu_id"], out["confidence"]) == ("a100-sxm-80gb", "verified")
     out = json.loads(_cli("gpus", "resolve", "vastai", "Unheard Of", "--format", "json"))
     assert out["gpu_id"] is None and out["reason"]
+    # the family is fixed, the form factor is not: the conservative variant, said so
+    out = json.loads(_cli("gpus", "resolve", "latitude", "NVIDIA H100 80GB", "--vram", "80",
+                          "--format", "json"))
+    assert (out["gpu_id"], out["layer"]) == ("h100-pcie-80gb", "family")
+    assert out["reason"].startswith("H100 80GB, variant not stated")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -133,13 +139,14 @@ def test_recommend_on_the_bundled_snapshots(db: Path) -> None:
     table = _cli("recommend", "--model", "llama-3.1-8b", "--method", "qlora",
                  "--dataset-tokens", "5e7", "--epochs", "2", "--spot", "forbid", "--explain",
                  "--db", str(db))
-    assert "cheaper offers that were rejected" in table
-    # the README's job: no cheaper offer was rejected, and --explain says so in one line
-    # instead of printing an empty table
+    assert "offers set aside that were cheaper by the hour" in table
+    # the README's job: no cheaper offer was set aside, and --explain says so in one line
+    # instead of printing an empty table; the offers set aside are counted by reason
     demo = _cli("recommend", "--model", "meta-llama/Llama-3.1-8B", "--method", "qlora",
                 "--tokens", "1e8", "--limit", "5", "--explain", "--db", str(db))
-    assert "no offer cheaper per hour than the best was rejected" in demo
-    assert "cheaper offers that were rejected" not in demo
+    assert "no offer cheaper per hour than the best was set aside" in demo
+    assert "offers set aside that were cheaper by the hour" not in demo
+    assert re.search(r"set aside \d+ of \d+ offers — committed beyond the job: \d+", demo)
     cheaper = json.loads(_cli("recommend", "--model", "llama-3.1-8b", "--method", "qlora",
                               "--batch-size", "4", "--tokens", "1e8", "--db", str(db),
                               "--format", "json"))["rejected_cheaper"]

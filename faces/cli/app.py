@@ -173,8 +173,8 @@ def offers(
 # The columns `offers` prints as a table, and their headers.
 SHOWN_OFFER_COLUMNS = {
     "provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
-    "interconnect": "link", "pricing_model": "pricing", "price_usd_per_gpu_hour": "$/gpu-h",
-    "price_usd_per_hour": "$/h", "region": "region", "availability": "avail",
+    "interconnect": "link", "sold_as": "sold as", "price_usd_per_gpu_hour": "$/gpu-h",
+    "price_usd_per_hour": "$/h", "region": "region", "listings": "hosts", "availability": "avail",
     "interruption": "interrupt", "observed_at": "observed", "stale": "stale"}
 
 
@@ -182,6 +182,8 @@ def _shown_offer(row: dict[str, Any]) -> dict[str, Any]:
     # An unknown GPU shows the provider's label rather than an empty cell.
     if row["gpu_id"] is None:
         row = {**row, "gpu_id": f"? {row['gpu_label']}"}
+    elif row.get("gpu_variant_assumed"):  # the label does not state the variant
+        row = {**row, "gpu_id": f"{row['gpu_id']} (assumed)"}
     return {header: row[column] for column, header in SHOWN_OFFER_COLUMNS.items()}
 
 
@@ -303,9 +305,10 @@ def gpus_resolve(
                                                min=0)] = None,
     format: Annotated[Format, typer.Option("--format")] = Format.table,
 ) -> None:
-    """Show how a provider's GPU label resolves to a catalog GPU (or why it does not)."""
+    """Show how a provider's GPU label resolves to a catalog GPU (or why it does not); a label
+    that fixes the family but not the variant shows the conservative variant it is sized as."""
     from gpuscout.adapters.registry import PROVIDERS
-    from gpuscout.core.catalog import Resolved, load_catalog
+    from gpuscout.core.catalog import FamilyLevel, Resolved, load_catalog
 
     if provider not in PROVIDERS:
         import difflib
@@ -314,10 +317,11 @@ def gpus_resolve(
         hint = f"did you mean {', '.join(close)}? " if close else ""
         raise UserInputError(f"unknown provider {provider!r}; {hint}known: "
                              f"{', '.join(PROVIDERS)}")
-    res = load_catalog().resolve(provider, label, vram)
+    res = load_catalog().identify(provider, label, vram)
     payload = {"provider": provider, "label": label, "gpu_id": res.gpu_id,
                "gpu_count": res.gpu_count, "confidence": res.confidence, "layer": res.layer,
-               "reason": None if isinstance(res, Resolved) else res.reason}
+               "reason": None if isinstance(res, Resolved) else
+               res.note if isinstance(res, FamilyLevel) else res.reason}
     if format is Format.json:
         typer.echo(json.dumps(payload))
     else:

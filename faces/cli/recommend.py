@@ -17,10 +17,13 @@ from gpuscout.cli.job_options import job_options
 from gpuscout.cli.run_options import (
     MAX_PRICE_AGE_DAYS,
     CheckpointEveryOpt,
+    CommitmentOpt,
     DatasetTokensOpt,
     EpochsOpt,
     MaxHoursOpt,
     MaxPriceAgeOpt,
+    MaxUsdOpt,
+    MinReliabilityOpt,
     Objective,
     ObjectiveOpt,
     ProviderOpt,
@@ -43,6 +46,8 @@ def recommend_command(
     job: Job,
     tokens: TokensOpt = None, dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
     objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
+    max_usd: MaxUsdOpt = None, commitment: CommitmentOpt = "none",
+    min_reliability: MinReliabilityOpt = None,
     spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
     max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
     storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
@@ -65,7 +70,8 @@ def recommend_command(
         objective=objective.value, spot=spot.value, max_hours=max_hours,
         checkpoint_every_min=checkpoint_every, max_price_age_days=max_price_age or None,
         storage_gb=storage_gb, providers=provider,
-        region=region, limit=limit)
+        region=region, limit=limit, commitment=commitment, max_usd=max_usd,
+        min_reliability=min_reliability)
     if format is TableOrJson.json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=1, default=str))
     else:

@@ -16,10 +16,13 @@ from gpuscout.cli.job_options import job_options
 from gpuscout.cli.run_options import (
     MAX_PRICE_AGE_DAYS,
     CheckpointEveryOpt,
+    CommitmentOpt,
     DatasetTokensOpt,
     EpochsOpt,
     MaxHoursOpt,
     MaxPriceAgeOpt,
+    MaxUsdOpt,
+    MinReliabilityOpt,
     Objective,
     ObjectiveOpt,
     ProviderOpt,
@@ -44,6 +47,8 @@ def report_command(
                          "--dataset-tokens]")] = None,
     dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,
     objective: ObjectiveOpt = Objective.cost, max_hours: MaxHoursOpt = None,
+    max_usd: MaxUsdOpt = None, commitment: CommitmentOpt = "none",
+    min_reliability: MinReliabilityOpt = None,
     spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
     max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
     storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
@@ -58,7 +63,11 @@ def report_command(
     The job defaults to QLoRA of meta-llama/Llama-3.1-8B, batch 4, on 1e8 tokens; --model,
     --config or --params replace the model. The page needs no network to open.
     """
-    from gpuscout.pipeline.recommend import RecommendRequest, tokens_from_options
+    from gpuscout.pipeline.recommend import (
+        RecommendRequest,
+        commitment_from_option,
+        tokens_from_options,
+    )
     from gpuscout.pipeline.settings import Settings
     from gpuscout.report import generate_report
 
@@ -67,11 +76,14 @@ def report_command(
     if tokens is None and dataset_tokens is None:
         tokens = MAIN_JOB_TOKENS
     arch, spec, warnings = job.resolve_per_offer()
+    policy, months = commitment_from_option(commitment)
     request = RecommendRequest(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective.value,
         spot=spot.value, max_hours=max_hours, checkpoint_every_min=checkpoint_every,
         max_price_age_days=max_price_age or None,
-        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit)
+        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit,
+        commitment=policy, max_commitment_months=months, max_usd=max_usd,
+        min_reliability=min_reliability)
     page = generate_report(warehouse(db) or Settings().db, out, arch, spec, request,
                            top_gpus=top_gpus, warnings=warnings)
     typer.echo(f"report written to {page}")

@@ -30,8 +30,22 @@ DatasetTokensOpt = Annotated[float | None, typer.Option(
     "--dataset-tokens", help="tokens in the dataset (with --epochs)")]
 EpochsOpt = Annotated[float | None, typer.Option(
     "--epochs", min=0, help="passes over the dataset")]
-ObjectiveOpt = Annotated[Objective, typer.Option("--objective")]
+ObjectiveOpt = Annotated[Objective, typer.Option(
+    "--objective", help="cost: the cheapest run; time: the fastest; balanced: the cheapest of "
+    "the offers within 25 % of the fastest one's hours")]
 MaxHoursOpt = Annotated[float | None, typer.Option("--max-hours", min=0)]
+MaxUsdOpt = Annotated[float | None, typer.Option(
+    "--max-usd", min=0, help="the whole run's cost at most, USD (when no offer meets it, "
+    "--explain lists what each would cost)")]
+CommitmentOpt = Annotated[str, typer.Option(
+    "--commitment", metavar="none|allow|max-months=N",
+    help="committed offers (a minimum term paid whether used or not): none ranks only those "
+         "whose term the job's own time covers (--explain lists the others with their "
+         "whole-term cost); allow ranks all at their whole-term cost; max-months=N those with "
+         "a term of at most N months")]
+MinReliabilityOpt = Annotated[float | None, typer.Option(
+    "--min-reliability", min=0, max=1, help="a marketplace host's reliability score, 0 to 1 "
+    "(offers whose source gives none are kept)")]
 SpotOpt = Annotated[SpotPolicy, typer.Option("--spot", help="spot offers")]
 CheckpointEveryOpt = Annotated[float | None, typer.Option(
     "--checkpoint-every", min=1, help="minutes between checkpoints [default: per offer, the "

@@ -8,12 +8,15 @@ its pair (`pricing.py`), and the rows shown with their reasons (`shown.sql`, `re
 
 from gpuscout.pipeline.recommend.rank import recommend
 from gpuscout.pipeline.recommend.request import (
+    Commitment,
     Objective,
     RecommendRequest,
     SpotPolicy,
+    commitment_from_option,
     tokens_from_options,
 )
 from gpuscout.pipeline.recommend.result import RankedOffer, Recommendation, RejectedOffer
 
-__all__ = ["Objective", "RankedOffer", "RecommendRequest", "Recommendation", "RejectedOffer",
-           "SpotPolicy", "recommend", "tokens_from_options"]
+__all__ = ["Commitment", "Objective", "RankedOffer", "RecommendRequest", "Recommendation",
+           "RejectedOffer", "SpotPolicy", "commitment_from_option", "recommend",
+           "tokens_from_options"]

@@ -27,14 +27,10 @@ pc: Any = pyarrow.compute
 # Candidate sets kept (each is a few columns of the offers a request may use, ~5 MB for 100 k
 # offers): enough for the filters one warehouse is asked with in a session.
 KEPT_SETS = 16
-# Interruption rates where the provider publishes none. Bid marketplaces (RunPod spot, Vast
-# interruptible) reclaim on outbids: assumed one interruption per 20 hours, which is also used
-# when a provider's spot mechanics are unknown. Market spot (cloud spot/preemptible): AWS Spot
-# Advisor's worst band for GPU families, >20 %/month.
-BID_INTERRUPTS_PER_HOUR = 0.05
-MARKET_INTERRUPTS_PER_HOUR = -math.log(1 - 0.25) / 730
-# A pair's placement as pairs.sql gives it (gpu_count as offered, fractional shares included).
-PLACEMENT = ("gpu_id", "gpu_count", "fabric", "fabric_gbps", "max_nodes")
+# A pair's placement as pairs.sql gives it (whole_gpus: GPUs per machine; fractional shares and
+# odd order shapes are rejected by their pair anyway).
+PLACEMENT = ("gpu_id", "whole_gpus", "fabric", "fabric_gbps", "max_nodes", "min_nodes",
+             "variant_assumed")
 
 
 @dataclass(frozen=True)
@@ -75,9 +71,7 @@ def forget_candidates() -> None:
 
 def _read(con: duckdb.DuckDBPyConnection, filters: dict[str, Any]) -> Candidates:
     offers = con.sql(sql_file("candidates"), params=filters).to_arrow_table()
-    pairs = con.sql(sql_file("pairs"), params={
-        **filters, "bid_interrupts_per_hour": BID_INTERRUPTS_PER_HOUR,
-        "market_interrupts_per_hour": MARKET_INTERRUPTS_PER_HOUR}).to_arrow_table()
+    pairs = con.sql(sql_file("pairs"), params=filters).to_arrow_table()
     return Candidates(offers=offers, pairs=pairs,
                       pair_index=pc.index_in(offers["pair_id"], value_set=pairs["pair_id"]),
                       placements=placements(pairs), replayed=_replayed(offers))
@@ -85,11 +79,11 @@ def _read(con: duckdb.DuckDBPyConnection, filters: dict[str, Any]) -> Candidates
 
 def placements(pairs: pa.Table) -> list[dict[str, Any]]:
     """The distinct machine placements of the pricing pairs that the sizing model can plan (a
-    known GPU, a whole number of them), in a stable order."""
-    keys = {(r["gpu_id"], int(r["gpu_count"]), r["fabric"], r["fabric_gbps"], r["max_nodes"])
-            for r in pairs.select(list(PLACEMENT)).to_pylist()
-            if r["gpu_id"] is not None and r["gpu_count"] >= 1
-            and r["gpu_count"] == math.floor(r["gpu_count"])}
+    known GPU, whole machines of a whole number of them), in a stable order."""
+    keys = {tuple(r[c] for c in PLACEMENT)
+            for r in pairs.select([*PLACEMENT, "gpu_count", "offer_reject"]).to_pylist()
+            if r["gpu_id"] is not None and r["gpu_count"] >= 1 and r["whole_gpus"] >= 1
+            and r["gpu_count"] == math.floor(r["gpu_count"]) and r["offer_reject"] is None}
     return [dict(zip(PLAN_PLACEMENT, k, strict=True)) for k in sorted(keys, key=repr)]
 
 

@@ -2,8 +2,10 @@
 what depends on the job.
 
 `facts.sql` derives from the rows of `inputs.sql` everything about an offer that no job and no
-request changes: its provider's profile, the fabric and cluster size it can be placed on, the
-resold twin, the price scope, the spot interruption band, whether its prices were replayed. A
+request changes: its provider's profile, how it is sold (its term), what one order is and the
+fabric and cluster size it can be placed on, the resold twin, the price scope, the spot
+interruption rate of one machine and its basis (pipeline/data/spot_interruptions.csv), the
+market behind its price, whether its prices were replayed. A
 refresh stores the result as the table `recommend_offers` at the end of its write session
 (`store_facts`). The table's comment is its stamp: the recipe (this SQL and its parameters) and
 a hash of every input row it was built from.
@@ -27,6 +29,7 @@ from pathlib import Path
 import duckdb
 
 from gpuscout.pipeline.recommend.plans import DEFAULT_MAX_CLUSTER_NODES, MIN_GPUS_FOR_MULTI_NODE
+from gpuscout.pipeline.sale_facts import interruption_rates
 from gpuscout.warehouse.load import transaction
 from gpuscout.warehouse.sqlfiles import sql_literal
 
@@ -36,6 +39,10 @@ FACTS = "recommend_offers"
 # spelling where it differs from the warehouse's provider id.
 AGGREGATORS = ("shadeform", "primeintellect")
 CLOUD_NAMES = {"lambdalabs": "lambda"}
+# A marketplace's lowest ask below this share of the median of its asks is a lone outlier: the
+# offer is ranked at the median (a single ask far below the market is the likeliest to be gone,
+# or on the least reliable host), and its reasons show both.
+OUTLIER_SHARE = 0.5
 
 
 @cache
@@ -45,9 +52,15 @@ def _text(name: str) -> str:
 
 def fact_params() -> dict[str, object]:
     """The parameters of facts.sql."""
+    rates = interruption_rates()
     return {"min_gpus_multi_node": MIN_GPUS_FOR_MULTI_NODE,
             "default_max_nodes": DEFAULT_MAX_CLUSTER_NODES, "aggregators": list(AGGREGATORS),
-            "cloud_from": list(CLOUD_NAMES), "cloud_to": list(CLOUD_NAMES.values())}
+            "cloud_from": list(CLOUD_NAMES), "cloud_to": list(CLOUD_NAMES.values()),
+            "outlier_share": OUTLIER_SHARE,
+            "rate_provider": [r.provider for r in rates],
+            "rate_kind": [r.kind.value for r in rates],
+            "rate_per_hour": [r.per_hour for r in rates],
+            "rate_basis": [r.basis for r in rates], "rate_label": [r.label for r in rates]}
 
 
 @cache

@@ -6,7 +6,10 @@ offer_inputs AS (
     SELECT provider, offer_key, gpu_label, gpu_id, gpu_count, interconnect, network,
            network_gbps, pricing_model, price_usd_per_hour, price_usd_per_gpu_hour,
            billing_increment_s, region, geography, availability, provider_data, last_seen_at,
-           stale
+           stale, gpu_variant_assumed, term_kind, min_term, min_term_unit, min_term_hours,
+           term_payment, term_source, gpus_per_machine, machines_min, machines_max,
+           nvlink_domain_gpus, order_source, ask_count, ask_median_usd_per_hour,
+           ask_max_usd_per_hour, host_id, host_reliability, host_verified
     FROM current_offers
 ),
 profile_inputs AS (

@@ -21,11 +21,17 @@ import pyarrow.compute
 # pyarrow generates its compute functions at import: the type checker cannot see them
 pc: Any = pyarrow.compute
 
-# The columns a plan is matched by: the placement (pairs.sql's whole_gpus is the offer's
-# GPU count as a whole number, as plans_table's gpus_per_node).
-PAIR_PLACEMENT = ("gpu_id", "whole_gpus", "fabric", "fabric_gbps", "max_nodes")
-PLAN_PLACEMENT = ("gpu_id", "gpus_per_node", "fabric", "fabric_gbps", "max_nodes")
+# The columns a plan is matched by: the placement (pairs.sql's whole_gpus is the GPUs of one
+# machine as a whole number, as plans_table's gpus_per_node).
+PAIR_PLACEMENT = ("gpu_id", "whole_gpus", "fabric", "fabric_gbps", "max_nodes", "min_nodes",
+                  "variant_assumed")
+PLAN_PLACEMENT = ("gpu_id", "gpus_per_node", "fabric", "fabric_gbps", "max_nodes",
+                  "min_nodes", "variant_assumed")
 NO_PLAN = "no sizing plan for this machine shape"
+# Spot across machines is ranked only on a rate its provider publishes: any machine's
+# interruption stops the whole job, so a stand-in or assumed rate, times the machines, is no
+# basis for a promise (--explain shows these offers).
+RANKED_SPOT_BASIS = "published"
 
 
 @dataclass(frozen=True)
@@ -79,18 +85,36 @@ def pair_costs(pairs: pa.Table, plans: pa.Table, rows: pa.Array, t: CostTerms) -
     hours, write_s = plan("hours"), plan("checkpoint_write_s")
     hw_rate, usable = plan("hw_interrupts_per_hour"), plan("usable_gb_per_gpu")
     no_plan = pa.array([NO_PLAN] * pairs.num_rows, pa.string())
-    reject = pc.coalesce(pairs["offer_reject"], pc.if_else(
-        pc.is_null(feasible), no_plan, pc.if_else(feasible, pa.scalar(None, pa.string()),
-                                                  reason)))
+    none = pa.scalar(None, pa.string())
+    plan_reject = pc.if_else(pc.is_null(feasible), no_plan, pc.if_else(feasible, none, reason))
+    spot = pc.equal(pairs["pricing_model"], "spot")
+    unrated = pc.fill_null(pc.and_(pc.and_(spot, pc.greater(nodes, 1)), pc.not_equal(
+        pc.fill_null(pairs["interruption_basis"], ""), RANKED_SPOT_BASIS)), False)
+    spot_reject = pc.if_else(unrated, pc.binary_join_element_wise(
+        "spot on ", pc.cast(nodes, pa.string()),
+        " machines: no interruption rate published for this provider (a stand-in or an "
+        "assumed one only), and any machine's interruption stops the job; spot is ranked on "
+        "one machine", ""), none)
+    # an offer that cannot run the job at all; multi-machine spot without a published rate is
+    # priced all the same (--explain shows what it would cost) but not ranked
+    cannot = pc.coalesce(pairs["offer_reject"], plan_reject)
+    reject = pc.coalesce(cannot, spot_reject)
+    # the short name of the reason, for the count of offers set aside
+    reject_kind = pc.coalesce(
+        pairs["offer_reject_kind"],
+        pc.if_else(pc.is_null(feasible), pa.scalar("no sizing plan"), pc.if_else(
+            feasible, none, pc.if_else(pc.starts_with(reason, "memory wall"),
+                                       pa.scalar("does not fit"),
+                                       pa.scalar("GPU cannot run the job")))),
+        pc.if_else(unrated, pa.scalar("multi-machine spot without a published rate"), none))
     # the reasons then add that the provider names no fabric to place the machine on more
     no_fabric_note = pc.and_(pc.and_(pc.and_(pc.is_null(pairs["offer_reject"]),
                                              pc.invert(pc.fill_null(feasible, True))),
                                      pc.starts_with(reason, "memory wall")),
                              pc.and_(pc.is_null(pairs["fabric"]),
-                                     pc.greater_equal(pairs["gpu_count"],
-                                                      float(t.min_gpus_multi_node))))
+                                     pc.greater_equal(pairs["whole_gpus"],
+                                                      t.min_gpus_multi_node)))
     compute_s = pc.multiply(hours, 3600.0)
-    spot = pc.equal(pairs["pricing_model"], "spot")
     # an interruption of any machine stops the whole job
     spot_rate = pc.multiply(pairs["machine_interrupts_per_hour"], pc.cast(nodes, pa.float64()))
     # a notice long enough to write a checkpoint saves the work since the last one
@@ -116,7 +140,7 @@ def pair_costs(pairs: pa.Table, plans: pa.Table, rows: pa.Array, t: CostTerms) -
                                    pc.multiply(rate, t.restart_s)),
                             pc.if_else(notice_saves, pc.multiply(spot_rate, write_s), 0.0)),
                      3600.0)
-    expected = pc.if_else(pc.and_(pc.is_null(reject), pc.less(loss, 0.9)),
+    expected = pc.if_else(pc.and_(pc.is_null(cannot), pc.less(loss, 0.9)),
                           pc.divide(run_s, pc.subtract(1.0, loss)),
                           pa.scalar(None, pa.float64()))
     increment = pairs["increment_s"]
@@ -132,7 +156,9 @@ def pair_costs(pairs: pa.Table, plans: pa.Table, rows: pa.Array, t: CostTerms) -
         "pair_id": pairs["pair_id"], "plan_id": plan("plan_id"),
         "gpu_id": pairs["gpu_id"], "gpu_count": pairs["gpu_count"],
         "pricing_model": pairs["pricing_model"], "nodes": nodes,
-        "usable_gb_per_gpu": usable, "reject_reason": reject, "no_fabric_note": no_fabric_note,
+        "usable_gb_per_gpu": usable, "reject_reason": reject, "reject_kind": reject_kind,
+        "unrated_spot": unrated,
+        "no_fabric_note": no_fabric_note,
         "compute_s": compute_s, "write_s": write_s, "hw_interrupts_per_hour": hw_rate,
         "machine_interrupts_per_hour": pairs["machine_interrupts_per_hour"],
         "spot_interrupts_per_hour": spot_rate, "notice_saves": notice_saves,

@@ -6,7 +6,13 @@ then prices every offer against these plans.
 
 An offer goes onto several machines only when it (or, failing that, its provider's profile)
 names an inter-node fabric, its machine is a full 8-GPU node, and one machine cannot hold the
-job; then the fewest machines that hold it are taken, up to the offer's cluster size.
+job; then the fewest machines that hold it are taken, up to the offer's cluster size. An offer
+whose one order is several machines (an instant cluster, an NVL72 rack) is placed on at least
+that many, over its fabric, whatever the job: they are paid for. Between the machines of one
+NVLink domain (a rack) the fabric is NVLink at the GPU's own rate.
+
+A GPU whose variant was assumed (catalog.FamilyLevel: PCIe or NVL cards where the label does
+not say) is sized without the NVLink bridges its datasheet allows: no bridge is stated.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from gpuscout.core.catalog import Catalog, GpuSpec
+from gpuscout.core.models import FormFactor
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.choices import ADAMW
 from gpuscout.sizing.peft import trainable_params
@@ -63,16 +70,40 @@ def checkpoint_write_s(checkpoint_gb: float, writers: int, write_gbps: float) ->
     return checkpoint_gb / (write_gbps * writers)
 
 
-def node_counts(max_nodes: int) -> tuple[int, ...]:
-    """Machine counts to try, fewest first: MULTI_NODE_COUNTS up to `max_nodes`, then it."""
+def node_counts(max_nodes: int, min_nodes: int = 1) -> tuple[int, ...]:
+    """Machine counts to try, fewest first: MULTI_NODE_COUNTS up to `max_nodes`, then it; for
+    an order of `min_nodes` > 1 machines, that order, twice it, four times it ... up to
+    `max_nodes`."""
+    if min_nodes > 1:
+        counts, n = [], min_nodes
+        while n <= max(max_nodes, min_nodes):
+            counts.append(n)
+            n *= 2
+        return tuple(counts)
     counts = tuple(n for n in MULTI_NODE_COUNTS if n <= max_nodes)
     return counts + ((max_nodes,) if max_nodes >= 2 and max_nodes not in counts else ())
 
 
+def nvlink_fabric_gbps(gpu: GpuSpec, gpus_per_node: int) -> float:
+    """Gb/s per machine between the machines of one NVLink domain: each GPU's NVLink, one
+    direction (datasheets quote both together), for all the machine's GPUs."""
+    per_gpu_gbs = (gpu.nvlink_gbps or 0.0) / 2
+    return per_gpu_gbs * 8 * gpus_per_node if per_gpu_gbs else FABRIC_ASSUMED_GBPS["InfiniBand"]
+
+
+def sized_gpu(gpu: GpuSpec, variant_assumed: bool) -> GpuSpec:
+    """The GPU as sized: an assumed PCIe or NVL variant without the bridges no label states."""
+    if variant_assumed and gpu.form_factor in (FormFactor.PCIE, FormFactor.NVL) \
+            and gpu.nvlink != "none":
+        return gpu.model_copy(update={"nvlink": "none"})
+    return gpu
+
+
 def _cluster(arch: Architecture, job: JobSpec, gpu: GpuSpec, single: NodePlan,
-             fabric: str, gbps: float, max_nodes: int, tokens: int) -> NodePlan:
+             fabric: str, gbps: float, max_nodes: int, tokens: int,
+             min_nodes: int = 1) -> NodePlan:
     last = single
-    for nodes in node_counts(max_nodes):
+    for nodes in node_counts(max_nodes, min_nodes):
         last = _plan(arch, job, gpu, single.shape.gpu_id, single.shape.gpus_per_node, tokens,
                      nodes=nodes, fabric=fabric, fabric_gbps=gbps)
         if last.feasible:
@@ -120,18 +151,27 @@ def placement_plan(arch: Architecture, job: JobSpec, gpu: GpuSpec, key: dict[str
     where the machine hits the memory wall and has a fabric, the fewest machines of its
     cluster that hold the job."""
     gpu_id, per_node, fabric = key["gpu_id"], key["gpus_per_node"], key["fabric"]
+    min_nodes = key.get("min_nodes") or 1
+    gpu = sized_gpu(gpu, bool(key.get("variant_assumed")))
+
+    def gbps() -> float:
+        if fabric == "NVLink":
+            return nvlink_fabric_gbps(gpu, per_node)
+        return key["fabric_gbps"] or FABRIC_ASSUMED_GBPS.get(fabric, 100.0)
 
     def place() -> NodePlan:
         plan = _plan(arch, job, gpu, gpu_id, per_node, tokens)
-        if (not plan.feasible and plan.reason and plan.reason.startswith("memory wall")
+        if min_nodes > 1 and fabric:  # an order of several machines: all of them, at least
+            plan = _cluster(arch, job, gpu, plan, fabric, gbps(),
+                            max(key["max_nodes"] or min_nodes, min_nodes), tokens, min_nodes)
+        elif (not plan.feasible and plan.reason and plan.reason.startswith("memory wall")
                 and fabric and per_node >= MIN_GPUS_FOR_MULTI_NODE):
-            gbps = key["fabric_gbps"] or FABRIC_ASSUMED_GBPS.get(fabric, 100.0)
-            plan = _cluster(arch, job, gpu, plan, fabric, gbps,
+            plan = _cluster(arch, job, gpu, plan, fabric, gbps(),
                             key["max_nodes"] or DEFAULT_MAX_CLUSTER_NODES, tokens)
         return plan
 
     return _kept(("placement", arch, job, gpu, gpu_id, per_node, fabric, key["fabric_gbps"],
-                  key["max_nodes"], tokens), place)
+                  key["max_nodes"], min_nodes, tokens), place)
 
 
 def plan_shapes(arch: Architecture, job: JobSpec, shapes: list[dict[str, Any]], tokens: int,
@@ -147,7 +187,8 @@ def plans_table(plans: list[tuple[dict, NodePlan]], *, checkpoint_gb: float,
     checkpoint write time and, across machines, the hardware failure rate of all its GPUs."""
     return pa.Table.from_pylist([{
         "plan_id": i, "gpu_id": k["gpu_id"], "gpus_per_node": k["gpus_per_node"],
-        "fabric": k["fabric"],
+        "fabric": k["fabric"], "min_nodes": k["min_nodes"],
+        "variant_assumed": k["variant_assumed"],
         "fabric_gbps": k["fabric_gbps"], "max_nodes": k["max_nodes"],
         "nodes": p.shape.nodes, "feasible": p.feasible, "reason": p.reason,
         "sharding": p.sharding, "dtype": p.dtype, "peak_gb_per_gpu": p.peak_gb_per_gpu,
@@ -166,7 +207,8 @@ def plans_table(plans: list[tuple[dict, NodePlan]], *, checkpoint_gb: float,
     } for i, (k, p) in enumerate(plans)], schema=pa.schema([
         ("plan_id", pa.int32()), ("gpu_id", pa.string()), ("gpus_per_node", pa.int32()),
         ("fabric", pa.string()),
-        ("fabric_gbps", pa.float64()), ("max_nodes", pa.int32()), ("nodes", pa.int32()),
+        ("fabric_gbps", pa.float64()), ("max_nodes", pa.int32()), ("min_nodes", pa.int32()),
+        ("variant_assumed", pa.bool_()), ("nodes", pa.int32()),
         ("feasible", pa.bool_()), ("reason", pa.string()), ("sharding", pa.string()),
         ("dtype", pa.string()), ("peak_gb_per_gpu", pa.float64()),
         ("need_gb_per_gpu", pa.float64()),

@@ -121,7 +121,9 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
         egress_gb=egress_gb)
     terms = Terms(run=run, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
                   hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR, dtype=job.dtype,
-                  stale_days=PRICE_AGE_WARN_DAYS, max_age_days=req.max_price_age_days)
+                  stale_days=PRICE_AGE_WARN_DAYS, max_age_days=req.max_price_age_days,
+                  commitment=req.commitment, max_commitment_months=req.max_commitment_months,
+                  max_usd=req.max_usd, min_reliability=req.min_reliability)
     plans = plan_shapes(arch, job, found.placements, req.tokens, catalog)
     now = req.now or now_utc()
     plan_table = plans_table(plans, checkpoint_gb=checkpoint_gb,
@@ -130,7 +132,9 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
     costs = pair_costs(found.pairs, plan_table, plan_rows(found.pairs, plan_table), run)
     picked = price_and_pick(found, costs, Ranking(
         objective=req.objective, spot=req.spot, now=now, max_age_days=req.max_price_age_days,
-        limit=req.limit, rejected_shown=REJECTED_SHOWN))
+        limit=req.limit, rejected_shown=REJECTED_SHOWN, commitment=req.commitment,
+        max_commitment_months=req.max_commitment_months, max_usd=req.max_usd,
+        min_reliability=req.min_reliability, balanced_slack=req.balanced_slack))
     with _registered(con, plans=plan_table, pair_costs=costs, shown=picked.shown):
         rows = _fetch(con, sql_file("shown"), {"now": now.isoformat()})
     ranked, rejected = [], []
@@ -148,7 +152,8 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
         storage_gb=round(run.storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
         egress_gb=round(egress_gb, 3), shapes_evaluated=len(plans),
         offers_evaluated=found.offers.num_rows, ranked=ranked, rejected_cheaper=rejected,
-        price_notes=price_notes(totals, req.max_price_age_days),
+        price_notes=price_notes(totals, req.max_price_age_days, req),
+        set_aside=picked.set_aside, folded_offers=picked.collapsed,
         managed=managed_quotes(arch.model_id, arch.total_params / 1e9, job.method, req.tokens),
     )
 
@@ -174,10 +179,19 @@ def _fetch(con: duckdb.DuckDBPyConnection, sql: str,
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def price_notes(totals: dict[str, Any], max_age_days: float | None) -> list[str]:
+def price_notes(totals: dict[str, Any], max_age_days: float | None,
+                req: RecommendRequest | None = None) -> list[str]:
     """What the user must know about the prices behind the ranking: replayed captures (with
-    their dates) and the offers the age limit set aside."""
+    their dates), the offers the age limit set aside, and how the ranking was asked for."""
     notes = []
+    if req is not None and req.objective == "balanced":
+        notes.append(f"--objective balanced: the cheapest of the offers within "
+                     f"{100 * req.balanced_slack:.0f} % of the fastest one's hours first")
+    if req is not None and req.commitment != "none":
+        limit = ("" if req.commitment == "allow" else
+                 f" of at most {req.max_commitment_months:g} months")
+        notes.append(f"--commitment {req.commitment}: committed offers{limit} are ranked at "
+                     "the cost of their whole minimum term")
     if totals["replayed_offers"]:
         first, last = totals["replayed_from"], totals["replayed_to"]
         span = f" recorded {first:%Y-%m-%d} to {last:%Y-%m-%d}" if first and last else ""

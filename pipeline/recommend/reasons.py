@@ -30,6 +30,10 @@ class Terms:
     dtype: str  # the precision asked
     stale_days: float
     max_age_days: float | None
+    commitment: str = "none"
+    max_commitment_months: float | None = None
+    max_usd: float | None = None
+    min_reliability: float | None = None
 
 
 def _text(pattern: str, *args: Any) -> str | None:
@@ -46,11 +50,34 @@ def _gpus(row: dict[str, Any]) -> int:
     return round(row["gpus_per_node"] * row["nodes"])
 
 
+def _usd(x: float | None) -> str | None:
+    return None if x is None else f"${x:,.2f}"
+
+
+def _term_text(why: dict[str, Any]) -> str:
+    """"36 months (26,280 h, paid monthly)"."""
+    length, unit, hours = why["min_term"], why["min_term_unit"], why["term_hours"]
+    said = (f"{length:g} {unit}{'s' if length != 1 else ''}" if length and unit
+            else "its minimum term")
+    paid = why["term_payment"]
+    inside = [f"{hours:,.0f} h" if hours else None,
+              f"paid {paid}" if paid else "payment schedule not stated"]
+    return f"{said} ({', '.join(p for p in inside if p)})"
+
+
 def rejected_because(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
     """Why an offer cannot serve the run (None: it can), the first reason that applies."""
+    why = {**why, "term_hours": row.get("min_term_hours")}
+    rule = _rule(row, why, terms)
+    if rule is not None:
+        return rule
     if why["reject_reason"] is not None:
         note = (f"; no inter-node fabric known for {row['provider']}: not placed on several "
                 "machines" if why["no_fabric_note"] else "")
+        if row.get("set_aside") == "multi-machine spot without a published rate":
+            note = _text("; at the %s rate it would take %.1f h and cost %s",
+                         why["interruption_basis"], why["expected_hours"],
+                         _usd(row["total_usd"])) or ""
         return why["reject_reason"] + note
     if why["too_old"]:
         return _text("price last seen %d days ago, older than --max-price-age %g days",
@@ -70,10 +97,36 @@ def rejected_because(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> 
     return None
 
 
+def _rule(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
+    """An offer that could run the job, set aside by a rule of the request."""
+    kind = row.get("set_aside")
+    if kind == "committed beyond the job":
+        return _text("commits to %s for a job of %.2f h: the whole term costs %s "
+                     "(--commitment allow ranks it at that cost)", _term_text(why),
+                     why["expected_hours"], _usd(row["total_usd"]))
+    if kind == "committed beyond --commitment":
+        return _text("commits to %s, over --commitment max-months %g; the whole term costs %s",
+                     _term_text(why), terms.max_commitment_months, _usd(row["total_usd"]))
+    if kind == "host below --min-reliability":
+        return _text("host reliability %.1f %%, under --min-reliability %.1f %%",
+                     None if row["host_reliability"] is None else 100 * row["host_reliability"],
+                     None if terms.min_reliability is None else 100 * terms.min_reliability)
+    if kind == "over --max-usd":
+        return _text("costs %s for the run, over --max-usd %s", _usd(row["total_usd"]),
+                     _usd(terms.max_usd))
+    return None
+
+
 def reasons(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> list[str]:
-    """The reasons shown with an offer, in a fixed order: placement, billing, checkpoints,
-    spot, what is not counted, and the price's age and stock."""
+    """The reasons shown with an offer, in a fixed order: what is rented (the GPU variant, the
+    order, the term, the market), placement, billing, checkpoints, spot, what is not counted,
+    and the price's age and stock."""
+    why = {**why, "term_hours": row.get("min_term_hours")}
     said = [
+        _variant(row, why),
+        _term(row, why),
+        _order(row, why),
+        _market(row, why),
         _resold(row),
         _fits(row, why),
         _interconnect(row),
@@ -99,6 +152,69 @@ def reasons(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> list[str]
         if row["availability"] == "out_of_stock" else None,
     ]
     return [s for s in said if s is not None]
+
+
+def _variant(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    if not row["gpu_variant_assumed"]:
+        return None
+    return (f"GPU variant not stated ({why['gpu_label']!r}): sized as {row['gpu_id']}, the "
+            "conservative variant (its memory bandwidth and compute, no NVLink unless stated)")
+
+
+def _term(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    kind = row["term_kind"]
+    if kind == "committed":
+        source = why["term_source"] or "offer"
+        cited = ("" if source == "offer" else
+                 f" (payment per {source.removeprefix('offer; payment: ')})"
+                 if source.startswith("offer; payment: ") else f" (per {source})")
+        return _text("committed for %s%s: charged %s h at %s per machine-hour, %s in all for "
+                     "the term", _term_text(why), cited,
+                     f"{why['charged_s'] / 3600:,.0f}", _usd(row["price_usd_per_machine_hour"]),
+                     _usd(row["compute_usd"]))
+    if kind in ("bid", "interruptible"):
+        return f"sold as {kind}: may be stopped before the run ends"
+    return None
+
+
+def _order(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    machines, nodes = why["machines_in_offer"], row["nodes"]
+    if (machines is None or machines <= 1) and (nodes is None or nodes <= 1) \
+            and (why["min_nodes"] or 1) <= 1:
+        return None
+    source = why["order_source"]
+    order = (_text("one order is %d machines of %d GPUs%s", why["min_nodes"],
+                   row["gpus_per_node"], "" if source in (None, "offer") else f" ({source})")
+             if (why["min_nodes"] or 1) > 1 else None)
+    prices = _text("%s per GPU-hour, %s per machine-hour, %s per order-hour (%d machines)",
+                   _usd(row["price_usd_per_gpu_hour"]), _usd(row["price_usd_per_machine_hour"]),
+                   _usd(row["price_usd_per_order_hour"]), nodes)
+    return "; ".join(p for p in (order, prices) if p)
+
+
+def _market(row: dict[str, Any], why: dict[str, Any]) -> str | None:
+    asks, parts = row["ask_count"], []
+    if asks is not None and asks >= 2:
+        depth = _text("lowest of %d asks (%s/h per machine); median %s/h", asks,
+                      _usd(why["listed_usd_per_machine_hour"]),
+                      _usd(why["ask_median_usd_per_machine_hour"]))
+        if depth and why["ask_max_usd_per_machine_hour"] is not None:
+            depth += f", highest {_usd(why['ask_max_usd_per_machine_hour'])}/h"
+        if depth and why["outlier_ask"]:
+            depth += ": the lowest is a lone outlier, ranked at the median"
+        parts.append(depth)
+    elif asks == 1:
+        parts.append("a single ask: no market depth behind the price")
+    if row["host_reliability"] is not None:
+        parts.append(f"host reliability {100 * row['host_reliability']:.1f} %")
+    similar = row["similar_offers"] or 1
+    if similar > 1:
+        low, high = why["price_low"], why["price_high"]
+        spread = (f"{_usd(low)}/h" if low == high else f"{_usd(low)}–{_usd(high)}/h")
+        parts.append(f"{similar} offers differing only by host, {spread} per machine: shown "
+                     "once, at the best")
+    parts = [p for p in parts if p]
+    return "; ".join(parts) if parts else None
 
 
 def _resold(row: dict[str, Any]) -> str | None:
@@ -142,6 +258,8 @@ def _cluster(row: dict[str, Any], why: dict[str, Any]) -> str | None:
     else:
         size = _text("clusters of up to %d machines (%s)", why["max_nodes"],
                      why["max_nodes_source"])
+        if why["min_nodes"] and why["min_nodes"] > 1 and why["max_nodes"] == why["min_nodes"]:
+            size = _text("the order is exactly %d machines", why["min_nodes"])
     return _joined(fabric, size)
 
 
@@ -205,7 +323,8 @@ def _spot(row: dict[str, Any], why: dict[str, Any]) -> str | None:
                       why["write_s"])
     else:
         saved = "; notice time unknown"
-    return _joined(_text("spot (%s): ", why["interruption_source"]), rate,
+    return _joined(_text("spot (%s, %s rate: %s): ", row["term_kind"],
+                         why["interruption_basis"], why["interruption_source"]), rate,
                    _text("; ~%.2f expected, +%.1f%% time from lost work and restarts",
                          why["expected_interruptions"], 100 * share / (1 - share)), saved)
 

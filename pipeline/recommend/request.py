@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from gpuscout.core.errors import UserInputError
 
 Objective = Literal["cost", "time", "balanced"]
 SpotPolicy = Literal["allow", "prefer", "forbid"]
+# Committed offers (a minimum term is paid whether used or not): "none" ranks only those whose
+# term the job's own time covers; "allow" ranks every one at its whole-term cost; "max-months"
+# those whose term is at most `max_commitment_months`, at their whole-term cost.
+Commitment = Literal["none", "allow", "max-months"]
+# --objective balanced: the cheapest of the offers within this share of the fastest's hours.
+BALANCED_SLACK = 0.25
 
 # Restart after an interruption: provision, pull the image, load model and checkpoint. Ten
 # minutes is an assumption (no provider publishes it); it is a parameter of the request.
@@ -40,6 +47,34 @@ class RecommendRequest(BaseModel):
     limit: int = Field(default=10, ge=1)
     restart_s: float = Field(default=RESTART_S, ge=0)
     now: datetime | None = None
+    commitment: Commitment = "none"
+    max_commitment_months: float | None = Field(default=None, gt=0)
+    max_usd: float | None = Field(default=None, gt=0, description="the whole run, USD")
+    min_reliability: float | None = Field(
+        default=None, ge=0, le=1, description="a marketplace host's reliability, 0 to 1; "
+        "offers whose source states none are kept")
+    balanced_slack: float = Field(default=BALANCED_SLACK, ge=0)
+
+    @model_validator(mode="after")
+    def _months_with_max_months(self) -> RecommendRequest:
+        if (self.commitment == "max-months") != (self.max_commitment_months is not None):
+            raise ValueError("commitment 'max-months' takes max_commitment_months, and only it")
+        return self
+
+
+_MAX_MONTHS = re.compile(r"^max-months[\s=:]*(\d+(?:\.\d+)?)$")
+
+
+def commitment_from_option(text: str) -> tuple[Commitment, float | None]:
+    """--commitment none | allow | max-months N (also "max-months=N")."""
+    value = " ".join(text.strip().lower().split())
+    if value in ("none", "allow"):
+        return ("none" if value == "none" else "allow"), None
+    m = _MAX_MONTHS.match(value)
+    if m is None or float(m.group(1)) <= 0:
+        raise UserInputError(f"--commitment takes none, allow or max-months N (months > 0), "
+                             f"got {text!r}")
+    return "max-months", float(m.group(1))
 
 
 # Bounds that no fine-tuning run reaches (a frontier pre-training run is ~1.5e13 tokens), so a

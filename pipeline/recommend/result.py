@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gpuscout.core.models import Availability, PricingModel
+from gpuscout.core.models import TERM_UNIT_HOURS, Availability, PricingModel, TermKind, TermUnit
 from gpuscout.pipeline.recommend.managed import ManagedQuote
 
 
@@ -25,9 +25,16 @@ class RankedOffer(BaseModel):
     network_gbps: float | None = Field(default=None, description="per machine, as sized "
                                        "(stated by the offer or profile, or assumed)")
     pricing_model: PricingModel
-    price_usd_per_hour: float = Field(description="one machine, as offered (× nodes for the "
-                                                  "cluster)")
-    price_usd_per_gpu_hour: float
+    term_kind: TermKind = Field(default=TermKind.ON_DEMAND, description="how it is sold")
+    min_term_hours: float | None = Field(default=None, description="a committed offer's "
+                                         "minimum term, paid whether used or not")
+    price_usd_per_hour: float = Field(description="the offer as listed (an instant cluster's "
+                                                  "price is the whole cluster's)")
+    price_usd_per_gpu_hour: float = Field(description="as ranked, per GPU")
+    price_usd_per_machine_hour: float = Field(default=0.0, description="as ranked (a lone "
+                                              "outlier ask at its market's median), one machine")
+    price_usd_per_order_hour: float = Field(default=0.0, description="as ranked, all the "
+                                            "machines the run takes")
     region: str | None
     sharding: str = Field(description="none, ddp, zero2, zero3, ... as sized for this offer")
     dtype: str = Field(description="the precision the job runs in on this GPU")
@@ -40,6 +47,8 @@ class RankedOffer(BaseModel):
                                               "work and restarts")
     billed_hours: float = Field(description="expected hours rounded up to the billing "
                                             "increment")
+    charged_hours: float = Field(default=0.0, description="billed hours, or a committed "
+                                 "offer's whole term when longer")
     checkpoint_every_min: float = Field(default=0.0, description="the interval used: "
                                         "--checkpoint-every, or Young/Daly's")
     checkpoint_hours: float = Field(default=0.0, description="hours spent writing checkpoints")
@@ -57,6 +66,12 @@ class RankedOffer(BaseModel):
     availability: Availability = Availability.UNKNOWN
     resold_from: str | None = Field(default=None, description="an aggregator's offer: the "
                                     "cloud whose machine it resells")
+    gpu_variant_assumed: bool = Field(default=False, description="the label does not state the "
+                                      "GPU variant: sized at the conservative one")
+    ask_count: int | None = Field(default=None, description="marketplace asks behind the price")
+    host_reliability: float | None = None
+    similar_offers: int = Field(default=1, description="offers that differ only by their host, "
+                                "folded into this row (its price range is in the reasons)")
     stale: bool
     reasons: list[str]
     rejected_because: None = Field(default=None, description="None: a ranked offer runs the job")
@@ -77,7 +92,13 @@ class RejectedOffer(BaseModel):
     gpu_id: str | None
     gpus_per_node: float
     pricing_model: PricingModel
+    term_kind: TermKind = TermKind.ON_DEMAND
+    min_term_hours: float | None = None
     price_usd_per_hour: float
+    price_usd_per_machine_hour: float = 0.0
+    total_usd: float | None = Field(default=None, description="the whole cost, a committed "
+                                    "offer's whole term included, where it could be priced")
+    set_aside: str | None = Field(default=None, description="why, in short (the counts' key)")
     rejected_because: str
 
 
@@ -93,8 +114,35 @@ class Recommendation(BaseModel):
     ranked: list[RankedOffer]
     rejected_cheaper: list[RejectedOffer]
     warnings: list[str] = Field(default_factory=list, description="about the job's inputs")
+    set_aside: dict[str, int] = Field(default_factory=dict, description="offers that cannot "
+                                      "serve the run, per reason, most first")
+    folded_offers: int = Field(default=0, description="runnable offers folded into a ranked "
+                               "row of the same machine at another host")
     price_notes: list[str] = Field(default_factory=list, description="about the prices "
                                    "ranked: replayed captures, the age limit applied")
     managed: list[ManagedQuote] = Field(
         default_factory=list, description="managed fine-tuning services priced per training "
         "token for this model and method, cheapest first: no GPU to rent, a row of its own kind")
+
+
+def set_aside_line(rec: Recommendation) -> str:
+    """The offers set aside and why, in one line."""
+    if not rec.set_aside:
+        return f"none of {rec.offers_evaluated} offers set aside"
+    total = sum(rec.set_aside.values())
+    parts = ", ".join(f"{why}: {n}" for why, n in rec.set_aside.items())
+    folded = (f"; {rec.folded_offers} more are the same machine at another host, each folded "
+              "into one row" if rec.folded_offers else "")
+    return f"set aside {total} of {rec.offers_evaluated} offers — {parts}{folded}"
+
+
+def sold_as(kind: TermKind | str, term_hours: float | None) -> str:
+    """How an offer is sold, for a table cell: "on demand", "bid", "committed 36 mo"."""
+    value = TermKind(kind)
+    if value is TermKind.COMMITTED:
+        if term_hours is None:
+            return "committed"
+        months = term_hours / TERM_UNIT_HOURS[TermUnit.MONTH]
+        return (f"committed {months:g} mo" if months >= 1 and months == round(months)
+                else f"committed {term_hours:,.0f} h")
+    return value.value.replace("_", " ")

@@ -149,7 +149,12 @@ def test_offers_prints_the_rows_of_the_api(db: Path, args: list[str]) -> None:
     assert json.loads(result.stdout) == expected
 
 
-def test_offers_table_labels_unknown_gpus(db: Path) -> None:
+def test_offers_table_labels_unknown_gpus_and_assumed_variants(db: Path) -> None:
     result = runner.invoke(app, ["offers", "-p", "civo", "--limit", "500", "--db", str(db)])
     assert result.exit_code == 0, result.output
-    assert "? " in result.output  # an unknown GPU shows its provider label, marked
+    # Civo's "NVIDIA A100 80GB" states no form factor: sized as the PCIe card, marked
+    assert "a100-pcie-80gb (assumed)" in result.output
+    from gpuscout.cli.app import SHOWN_OFFER_COLUMNS, _shown_offer
+
+    row = {c: None for c in SHOWN_OFFER_COLUMNS} | {"gpu_label": "Mystery GPU"}
+    assert _shown_offer(row)["gpu"] == "? Mystery GPU"  # an unknown GPU: its label, marked

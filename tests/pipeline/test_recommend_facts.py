@@ -52,8 +52,10 @@ OFFERS = [
     _offer("cheapcloud", "l40s-spot", L40S, 1, 0.45, **SPOT),
     _offer("cheapcloud", "h100x8", H100, 8, 20.0, network=NetworkFabric.INFINIBAND,
            network_gbps=400.0),
+    # a published band (AWS-style): spot across machines is ranked only on a published rate
     _offer("cheapcloud", "h100x8-spot", H100, 8, 9.0, network=NetworkFabric.INFINIBAND,
-           network_gbps=400.0, provider_data={"max_gpus": 32}, **SPOT),
+           network_gbps=400.0, provider_data={"max_gpus": 32, "interruption_band": ">20%"},
+           **SPOT),
     _offer("spotcloud", "h100-spot", H100, 1, 1.50,
            provider_data={"interruption_band": "5-10%"}, **SPOT),
     _offer("spotcloud", "h100", H100, 1, 2.60),

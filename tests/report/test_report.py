@@ -32,7 +32,7 @@ from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.load import merge_offers, transaction
 
 EXTERNAL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
-NUMBERS = ("price_usd_per_hour", "expected_hours", "billed_hours", "compute_usd",
+NUMBERS = ("price_usd_per_machine_hour", "expected_hours", "charged_hours", "compute_usd",
            "storage_usd", "egress_usd", "total_usd")
 
 

@@ -13,7 +13,8 @@ from offer_factory import T0, make_offer
 from gpuscout.core.models import Availability
 from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect
-from gpuscout.warehouse.load import OutOfOrderError, merge_offers, transaction
+from gpuscout.warehouse.load import OutOfOrderError, _numbered, merge_offers, transaction
+from gpuscout.warehouse.sqlfiles import statement
 
 
 @pytest.fixture
@@ -66,6 +67,31 @@ def test_current_state_moves_only_where_it_differs_and_seen_always(con) -> None:
                        "FROM offer_versions ORDER BY offer_key").fetchall()
     assert rows == [("a", '{"stock": "low"}', "https://example.test/v2", t1),
                     ("b", "{}", "https://example.test/pricing", t1)]
+
+
+def test_terms_orders_and_market_are_state_not_history(con) -> None:
+    """How an offer is sold (migration 0009) is current state: filling it in or a new ask
+    count updates the open version in place; the same again writes nothing."""
+    _load(con, [make_offer("a")], run="r1")
+    sold = dict(term_kind="committed", min_term=36.0, min_term_unit="month",
+                min_term_hours=26280.0, term_payment="monthly", term_source="offer",
+                gpus_per_machine=8.0, machines_min=1, ask_count=5,
+                ask_median_usd_per_hour=30.0, host_id="h-1", host_reliability=0.97)
+    later = T0 + timedelta(hours=1)
+    moved = _load(con, [make_offer("a", observed_at=later, **sold)], run="r2")
+    assert (moved.new, moved.changed, moved.unchanged) == (0, 0, 1)
+    assert _count(con) == 1
+    row = con.execute("SELECT term_kind, min_term_hours, term_payment, ask_count, host_id, "
+                      "host_reliability, machines_min, gpu_variant_assumed "
+                      "FROM current_offers").fetchall()
+    assert row == [("committed", 26280.0, "monthly", 5, "h-1", 0.97, 1, False)]
+    # the same again: the merge's pairing finds no state to rewrite (types and hashes agree)
+    same = offers_to_table([make_offer("a", observed_at=later + timedelta(hours=1), **sold)])
+    con.register("incoming", _numbered(same))
+    con.execute(statement("stage_offers"))
+    con.execute(statement("merge_match"), ["testprov"])
+    assert con.execute("SELECT unchanged, state_moved FROM merge_match").fetchall() == [
+        (True, False)]
 
 
 def test_price_change_closes_one_version_and_opens_one(con) -> None:
@@ -151,6 +177,14 @@ def _eur(base: dict, rate: float) -> dict:
                 price_usd_per_gpu_hour=usd / 8)
 
 
+# The columns migration 0009 adds (how an offer is sold, its order and market): an old
+# warehouse has none of them.
+SOLD = ("gpu_variant_assumed, term_kind, min_term, min_term_unit, min_term_hours, term_payment, "
+        "term_source, gpus_per_machine, machines_min, machines_max, nvlink_domain_gpus, "
+        "order_source, ask_count, ask_median_usd_per_hour, ask_max_usd_per_hour, host_id, "
+        "host_reliability, host_verified")
+
+
 def test_upgrade_from_md5_hashes_sees_no_spurious_changes(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A warehouse from before 0004 (md5 text hashes) is rehashed by 0004 and its text hashes
@@ -172,8 +206,8 @@ def test_upgrade_from_md5_hashes_sees_no_spurious_changes(tmp_path: Path,
     old = duckdb.connect(str(path))
     migrate_module.migrate(old)
     old.execute(f"ATTACH '{tmp_path / 'today.duckdb'}' AS today (READ_ONLY)")
-    old.execute("INSERT INTO offer_versions BY NAME SELECT * REPLACE "  # md5 as before 0004
-                "(md5(offer_key) AS row_hash) FROM today.offer_versions")
+    old.execute(f"INSERT INTO offer_versions BY NAME SELECT * EXCLUDE ({SOLD}) REPLACE "
+                "(md5(offer_key) AS row_hash) FROM today.offer_versions")  # md5 as before 0004
     old.execute("DETACH today")
     kept = old.execute("SELECT * EXCLUDE (row_hash) FROM offer_versions ORDER BY ALL").fetchall()
     old.close()
@@ -181,7 +215,7 @@ def test_upgrade_from_md5_hashes_sees_no_spurious_changes(tmp_path: Path,
     with connect(path) as con:
         assert con.execute("SELECT DISTINCT typeof(row_hash) FROM offer_versions").fetchall() \
             == [("UBIGINT",)]
-        assert con.execute("SELECT * EXCLUDE (row_hash) FROM offer_versions "
+        assert con.execute(f"SELECT * EXCLUDE (row_hash, {SOLD}) FROM offer_versions "
                            "ORDER BY ALL").fetchall() == kept
         later = [o.model_copy(update={"observed_at": T0 + timedelta(days=1)}) for o in offers]
         again = _load(con, later)

@@ -240,3 +240,25 @@ def test_export_writes_the_whole_history_and_not_its_storage(db: Path, tmp_path:
         (written,) = export_views(con, ["offer_history"], out, "parquet")
     exported = duckdb.sql(f"SELECT count(*), count(valid_to) FROM '{written}'").fetchall()
     assert exported == [(30, 20)]
+
+
+def test_segments_sealed_before_migration_0009_read_by_name(db: Path) -> None:
+    """A warehouse sealed before 0009 names the old columns in `sealed_versions` until its next
+    seal: `offer_versions` still reads every row, the new columns NULL for the sealed ones."""
+    with connect(db, seal_rows=1) as con:
+        _night(con, 3)
+    assert _segments(db)
+    with connect(db) as con:
+        before = con.execute("SELECT count(*) FROM offer_versions").fetchall()
+        old = ("gpu_variant_assumed, term_kind, min_term, min_term_unit, min_term_hours, "
+               "term_payment, term_source, gpus_per_machine, machines_min, machines_max, "
+               "nvlink_domain_gpus, order_source, ask_count, ask_median_usd_per_hour, "
+               "ask_max_usd_per_hour, host_id, host_reliability, host_verified")
+        sealed = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = "
+                             "'sealed_versions'").fetchall()[0][0]
+        body = sealed.split(" AS ", 1)[1].rstrip(";")
+        con.execute(f"CREATE OR REPLACE VIEW sealed_versions AS SELECT * EXCLUDE ({old}) "
+                    f"FROM ({body})")
+        assert con.execute("SELECT count(*) FROM offer_versions").fetchall() == before
+        assert con.execute("SELECT count(*) FROM offer_versions WHERE valid_to IS NOT NULL "
+                           "AND term_kind IS NULL AND machines_min IS NULL").fetchall()[0][0] > 0
