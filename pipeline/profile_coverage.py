@@ -79,7 +79,7 @@ def render(profiles: dict[str, ProviderProfile] | None = None) -> str:
         out.append(f"| {fact} | {c['known']} | {c['varies']} | {c['n/a']} | {c['unknown']} "
                    f"| {share:.0%} | {'yes' if share >= GOAL else 'no'} |")
     out += ["", "## Every fact", "",
-            "| fact | unit | known | varies | unknown | stale (> 1 year) |",
+            "| fact | unit | known | varies | unknown or n/a | stale (> 1 year) |",
             "|---|---|--:|--:|--:|--:|"]
     for fact, (unit, _, _) in FACTS.items():
         c = _counts(profiles, fact)
