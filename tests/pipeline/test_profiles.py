@@ -27,9 +27,9 @@ from gpuscout.pipeline.profiles import (
 # 2026-12-02 and 2026-12-05). Unknown stays unknown; when a source turns up, add the row and drop
 # the provider from this set (the test below insists the set is exact).
 NO_BILLING_SOURCE = {
-    "computepulse", "crusoe", "daytona", "deepinfra", "fal", "fluidstack", "gmicloud", "gpuai",
-    "hotaisle", "hyperbolic", "ibmcloud", "latitude", "lium", "paperspace", "primeintellect",
-    "seeweb", "sesterce", "tensordock", "tensorpool", "together",
+    "computepulse", "crusoe", "deepinfra", "fluidstack", "gmicloud", "gpuai", "hotaisle",
+    "hyperbolic", "ibmcloud", "latitude", "lium", "primeintellect", "seeweb", "sesterce",
+    "tensorpool", "together",
 }
 
 
