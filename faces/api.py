@@ -16,7 +16,7 @@ are the fields of `gpuscout.Job`: pass them as keywords or pass a `Job`. `db` de
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the heavy modules load when a function is called, not at im
     import pyarrow as pa
 
     from gpuscout.pipeline.check import CheckReport
+    from gpuscout.pipeline.checklist import ChecklistRow
     from gpuscout.pipeline.recommend import Objective, Recommendation, SpotPolicy
     from gpuscout.pipeline.refresh import ProgressHook, RunReport, Source
     from gpuscout.sizing.fit import FitAdvice
@@ -244,6 +245,17 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
     with connect(_db(db), read_only=True) as con:
         rec = run_recommend(con, arch, spec, request)
     return rec.model_copy(update={"warnings": warnings})
+
+
+def provider_checklist(*, today: date | None = None) -> list[ChecklistRow]:
+    """Every provider's checklist: billing increment and minimum, persistent storage and its
+    price, egress, spot, SSH / Docker / Jupyter / root / pinned images, multi-node fabric and
+    commitments; per fact its value (or unknown, or `varies` per offer), source and age on
+    `today` (default: today, UTC). Facts read over a year earlier are marked stale."""
+    from gpuscout.core.clock import now_utc
+    from gpuscout.pipeline.checklist import provider_checklist as build
+
+    return build(today=today or now_utc().date())
 
 
 def sql(query: str, *, db: Path | str | None = None, allow_files: bool = False) -> pa.Table:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import duckdb
     import plotly.graph_objects as go
 
+    from gpuscout.pipeline.checklist import ChecklistRow
     from gpuscout.pipeline.recommend import RankedOffer, Recommendation, RecommendRequest
     from gpuscout.sizing.architectures import Architecture
     from gpuscout.sizing.types import JobSpec
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 TOP_GPUS = 8
 # Chart containers carry these ids (data-chart); the browser test waits for marks in each.
 CHARTS = ("price-history", "vram-price", "spot-vs-on-demand", "freshness", "recommendation-cost")
-SECTIONS = ("history", "vram", "spot", "freshness", "recommendation")
+SECTIONS = ("history", "vram", "spot", "freshness", "recommendation", "checklist")
 
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True,
                 "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
@@ -53,6 +54,7 @@ class ReportData:
     recommendation: Recommendation | None
     recommendation_error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    checklist: list[ChecklistRow] = field(default_factory=list)
 
 
 def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dict[str, str]:
@@ -89,6 +91,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
                      warnings: list[str] | None = None) -> ReportData:
     """Query the warehouse and run the recommendation (with the same `now` for price ages)."""
     from gpuscout.core.clock import now_utc
+    from gpuscout.pipeline.checklist import provider_checklist
     from gpuscout.pipeline.recommend import recommend
     from gpuscout.warehouse.queries import run_named
 
@@ -106,7 +109,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
         spot=run_named(con, "report_spot").to_pylist(),
         freshness=run_named(con, "report_freshness", {"now": now.isoformat()}).to_pylist(),
         job=describe_job(arch, job, req), recommendation=rec, recommendation_error=error,
-        warnings=list(warnings or []),
+        warnings=list(warnings or []), checklist=provider_checklist(today=now.date()),
     )
 
 
@@ -319,6 +322,24 @@ def _freshness_table(rows: list[dict[str, Any]]) -> str:
                    "newest price observed (UTC)", "price age, days", "error or note"], body)
 
 
+def _checklist_table(rows: list[ChecklistRow]) -> str:
+    from gpuscout.pipeline.checklist import COLUMNS
+
+    body = []
+    for r in rows:
+        cells = []
+        for c in r.cells:
+            tip = (f"{c.source_url} (read {c.verified_at}, {c.age_days} days ago)"
+                   if c.source_url else "no public source found")
+            cls = " ".join(x for x in (c.state, "stale" if c.stale else "") if x)
+            cells.append(f'<td class="{cls}" data-field="{c.fact}" title="{_e(tip)}">'
+                         f"{_e(c.text)}{'*' if c.stale else ''}</td>")
+        body.append(f"<tr><td>{_e(r.provider)}</td>{''.join(cells)}"
+                    f"{_num('age_days', r.age_days, 'd')}</tr>")
+    headers = ["provider", *(f"{c.key}: {c.title}" for c in COLUMNS), "oldest fact, days"]
+    return _table(headers, body, "checklist")
+
+
 def _recommendation_html(data: ReportData) -> str:
     from gpuscout.pipeline.recommend.result import set_aside_line, sold_as
 
@@ -422,6 +443,9 @@ table.recommendation tr.offer td { border-bottom: none; padding-bottom: 1px; }
 table.recommendation tr.reasons td { color: var(--muted); font-size: 12px; padding-top: 0; }
 td.ts { white-space: nowrap; }
 tr.stale td { background: #fdecec; }
+table.checklist td { text-align: center; } table.checklist td:first-child { text-align: left; }
+table.checklist td.unknown { color: var(--muted); }
+table.checklist td.stale { background: #fff4e0; }
 dl.job { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0; }
 dl.job dt { color: var(--muted); }
 dl.job dd { margin: 0; }
@@ -480,6 +504,14 @@ def build_report(data: ReportData) -> str:
          "Every current offer priced for the whole run (billing granularity, storage, egress, "
          "spot interruptions), ranked; the cost of the best offers is broken down below.",
          _recommendation_html(data)),
+        ("checklist", "What each provider offers beyond the GPU price",
+         "Billing increment and minimum, persistent storage and its price, egress, spot, "
+         "SSH / Docker / Jupyter / root / pinned CUDA images, multi-node fabric and commitments, "
+         "each read from the provider's documentation (hover a cell for its source and date). "
+         "✓ yes, ✗ no, ? no public source found, ~ set per offer or host; * read over a year "
+         "ago.",
+         _checklist_table(data.checklist) if data.checklist
+         else _empty("provider facts")),
     ]
     body = "".join(
         f'<section id="{sid}"><h2>{_e(title)}</h2><p class="note">{_e(note)}</p>{content}'

@@ -213,3 +213,38 @@ def test_price_age_defaults_agree_with_the_request() -> None:
     api_default = inspect.signature(api.recommend).parameters["max_price_age_days"].default
     assert CLI_DEFAULT == api_default == MAX_PRICE_AGE_DAYS == \
         RecommendRequest.model_fields["max_price_age_days"].default
+
+
+def test_providers_checklist_fits_100_columns_and_needs_no_warehouse(tmp_path: Path) -> None:
+    from gpuscout.pipeline.profiles import PROVIDERS
+
+    # no warehouse at --db: the checklist reads the shipped facts only
+    text = _cli("providers", "--checklist", "--db", str(tmp_path / "none.duckdb"))
+    lines = text.splitlines()
+    assert all(len(line) < 100 for line in lines), max(lines, key=len)
+    assert lines[0].split()[:4] == ["provider", "bill", "min", "stor"]
+    shown = {line.split()[0] for line in lines[1:] if line and line[0] != " "}
+    assert set(PROVIDERS) <= shown
+    assert any(line.startswith("✓ yes  ✗ no  ? unknown") for line in lines)  # the legend
+    runpod = next(line for line in lines if line.startswith("runpod "))
+    assert runpod.split()[1:3] == ["1s", "?"]  # per-second billing, no minimum on record
+
+
+def test_providers_checklist_as_json_and_csv() -> None:
+    import csv
+    import io
+
+    from gpuscout.pipeline.checklist import COLUMNS
+    from gpuscout.pipeline.profiles import PROVIDERS
+
+    rows = _json("providers", "--checklist")
+    assert sorted(r["provider"] for r in rows) == sorted(PROVIDERS)
+    aws = next(r for r in rows if r["provider"] == "aws")
+    cell = next(c for c in aws["cells"] if c["fact"] == "spot_notice_s")
+    assert (cell["value"], cell["text"]) == (120, "2m")
+    assert cell["source_url"].startswith("https://") and cell["verified_at"]
+    table = list(csv.DictReader(io.StringIO(_cli("providers", "--checklist", "--format",
+                                                 "csv"))))
+    assert len(table) == len(PROVIDERS)
+    for c in COLUMNS:
+        assert c.fact in table[0] and f"{c.fact}_age_days" in table[0]

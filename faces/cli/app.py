@@ -233,9 +233,19 @@ def export(
 def providers(
     db: DbOption = None,
     format: FormatOption = Format.table,
+    checklist: Annotated[bool, typer.Option(
+        "--checklist", help="billing, storage, egress, spot, environment, fabric and "
+        "commitments of every provider, each with its source's age (reads no warehouse)",
+    )] = False,
 ) -> None:
     """Every provider: offers, source kind (api/html), last successful refresh, staleness,
     unknown GPU labels. Registered providers never refreshed into this warehouse show too."""
+    if checklist:
+        from gpuscout.api import provider_checklist
+        from gpuscout.cli.checklist_view import show_checklist
+
+        show_checklist(provider_checklist(), format)
+        return
     import pyarrow as pa
 
     from gpuscout.adapters.registry import PROVIDERS, get_adapter

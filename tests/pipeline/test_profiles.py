@@ -7,24 +7,30 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from gpuscout.core.errors import DataError
+from gpuscout.core.errors import DataError, UserInputError
+from gpuscout.core.models import PricingModel
 from gpuscout.pipeline.profiles import (
     COLUMNS,
     FACTS,
     PROFILES_CSV,
     PROVIDERS,
     ProviderProfile,
+    Requirement,
     load_profiles,
     parse_profiles,
+    parse_requirements,
     profiles_table,
     read_profiles,
 )
 
-# Providers for which no source stating the billing granularity was found when the file was
-# researched (2026-12-02). Unknown stays unknown; when a source turns up, add the row and drop
+# Providers for which no source stating the billing granularity has been found (researched
+# 2026-12-02 and 2026-12-05). Unknown stays unknown; when a source turns up, add the row and drop
 # the provider from this set (the test below insists the set is exact).
-NO_BILLING_SOURCE = {"crusoe", "cudo", "datacrunch", "fluidstack", "paperspace",
-                     "tensordock"}
+NO_BILLING_SOURCE = {
+    "computepulse", "crusoe", "deepinfra", "fluidstack", "gmicloud", "gpuai", "hotaisle",
+    "hyperbolic", "ibmcloud", "latitude", "lium", "primeintellect", "seeweb", "sesterce",
+    "tensorpool", "together",
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +59,9 @@ def test_values_parse_to_their_types() -> None:
     for p in profiles.values():
         for fact in p.sources:
             value = getattr(p, fact)
+            if fact in p.varies:  # documented as set per offer: no single value
+                assert value is None
+                continue
             assert value is not None
             assert isinstance(value, int | float | bool | str)
         assert set(p.sources) == set(p.verified)
@@ -60,8 +69,14 @@ def test_values_parse_to_their_types() -> None:
 
 def test_every_provider_has_a_billing_increment_or_is_a_known_gap() -> None:
     profiles = load_profiles()
-    missing = {p for p, prof in profiles.items() if prof.billing_increment_s is None}
+    missing = {p for p, prof in profiles.items() if prof.state("billing_increment_s") == "unknown"}
     assert missing == NO_BILLING_SOURCE
+
+
+def test_every_registered_adapter_has_a_profile() -> None:
+    from gpuscout.adapters.registry import PROVIDERS as REGISTERED
+
+    assert set(REGISTERED) <= set(PROVIDERS)
 
 
 @pytest.mark.parametrize(("provider", "fact", "value"), [
@@ -96,11 +111,13 @@ def test_aws_fabric_is_per_instance_type_not_per_provider() -> None:
 
 def test_unknown_stays_none() -> None:
     profiles = load_profiles()
-    assert profiles["datacrunch"] == ProviderProfile(provider="datacrunch")
-    assert profiles["datacrunch"].last_verified is None
-    # AWS egress was not found in a source: no default of "free" or "$0.09" creeps in.
-    assert profiles["aws"].egress_usd_per_gb is None
-    assert "egress_usd_per_gb" not in profiles["aws"].sources
+    for p in profiles.values():  # a fact without a row is None, never a default
+        for fact in FACTS:
+            if fact not in p.sources:
+                assert getattr(p, fact) is None and p.state(fact) == "unknown", (p.provider, fact)
+    empty = [p for p in profiles.values() if not p.sources]
+    assert all(p == ProviderProfile(provider=p.provider) for p in empty)
+    assert all(p.last_verified is None for p in empty)
 
 
 def test_billed_seconds_rounds_up_and_applies_the_minimum() -> None:
@@ -122,8 +139,10 @@ def test_arrow_table_has_one_row_per_provider() -> None:
     assert table.schema.field("last_verified").type == pa.date32()
     by_provider = {r["provider"]: r for r in table.to_pylist()}
     assert by_provider["aws"]["spot_notice_s"] == 120
-    assert by_provider["datacrunch"]["billing_increment_s"] is None
-    assert by_provider["vultr"]["last_verified"] == date(2025, 9, 15)
+    assert by_provider[min(NO_BILLING_SOURCE)]["billing_increment_s"] is None
+    for name, profile in load_profiles().items():  # the newest date any of its facts was read
+        assert by_provider[name]["last_verified"] == max(profile.verified.values(), default=None)
+    assert by_provider["ibmcloud"]["last_verified"] == date(2026, 6, 26)
 
 
 GOOD = {"provider": "aws", "fact": "spot_notice_s", "value": "120", "unit": "s",
@@ -164,3 +183,116 @@ def test_wrong_header_and_ragged_row_are_errors(tmp_path: Path) -> None:
     ragged.write_text(",".join(COLUMNS) + "\naws,ssh,yes,,https://x.example,2026-01-01\n")
     with pytest.raises(DataError, match="r.csv:2: wrong number of columns"):
         read_profiles(ragged)
+
+
+def _row(fact: str, value: str, unit: str = "", provider: str = "aws") -> dict[str, str]:
+    return {"provider": provider, "fact": fact, "value": value, "unit": unit,
+            "source_url": "https://example.com/doc", "verified_at": "2026-11-30",
+            "notes": "a sentence"}
+
+
+def test_varies_is_documented_not_unknown() -> None:
+    profile = parse_profiles([_row("storage_usd_per_gb_month", "varies", "USD/GB-month"),
+                              _row("ssh", "varies")])["aws"]
+    assert profile.storage_usd_per_gb_month is None  # no number to count with
+    assert profile.state("storage_usd_per_gb_month") == "varies"
+    assert profile.state("egress_usd_per_gb") == "unknown"
+    rate = profile.storage_rate()
+    assert (rate.state, rate.value, rate.source_url) == ("varies", None, "https://example.com/doc")
+    assert profile.has("ssh") == "unknown"  # not promised for every offer
+    # still checked: the unit, and that a fact is not given twice
+    with pytest.raises(DataError, match="must have unit"):
+        parse_profiles([_row("egress_usd_per_gb", "varies", "USD/GiB")])
+    with pytest.raises(DataError, match="given twice"):
+        parse_profiles([_row("ssh", "varies"), _row("ssh", "yes")])
+
+
+@pytest.mark.parametrize(("fact", "value", "unit", "parsed"), [
+    ("storage_kinds", "shared_fs, block", "", "block,shared_fs"),  # canonical order
+    ("spot_max_runtime_s", "none", "s", 0),  # documented as unlimited
+    ("spot_max_runtime_s", "86400", "s", 86400),
+    ("ingress_usd_per_gb", "0", "USD/GB", 0.0),
+    ("commitment_discounts", "yes", "", True),
+])
+def test_new_facts_parse(fact, value, unit, parsed) -> None:
+    assert getattr(parse_profiles([_row(fact, value, unit)])["aws"], fact) == parsed
+
+
+@pytest.mark.parametrize(("fact", "value", "unit", "message"), [
+    ("storage_kinds", "nfs", "", "comma-separated list"),
+    ("spot_max_runtime_s", "0", "s", "write none"),  # 0 would read as unlimited: say none
+    ("object_storage_usd_per_gb_month", "0.02", "USD/GB", "must have unit"),
+])
+def test_new_facts_reject_bad_values(fact, value, unit, message) -> None:
+    with pytest.raises(DataError, match=message):
+        parse_profiles([_row(fact, value, unit)])
+
+
+def test_accessors_carry_value_and_source() -> None:
+    profile = parse_profiles([
+        _row("storage_usd_per_gb_month", "0.07", "USD/GB-month"),
+        _row("egress_usd_per_gb", "0.09", "USD/GB"),
+        _row("egress_free_gb_month", "100", "GB/month"),
+    ])["aws"]
+    storage, egress, free = (profile.storage_rate(), profile.egress_rate(),
+                             profile.egress_free_allowance())
+    assert (storage.state, storage.value, storage.fact) == ("known", 0.07,
+                                                            "storage_usd_per_gb_month")
+    assert (egress.value, free.value) == (0.09, 100.0)
+    assert storage.verified_at == date(2026, 11, 30) and storage.note == "a sentence"
+    unknown = parse_profiles([])["aws"].egress_rate()
+    assert (unknown.state, unknown.value, unknown.source_url) == ("unknown", None, None)
+
+
+def test_billing_per_offer_kind() -> None:
+    profile = parse_profiles([
+        _row("billing_increment_s", "60", "s"), _row("min_charge_s", "600", "s"),
+        _row("spot_billing_increment_s", "1", "s"),
+    ])["aws"]
+    on_demand = profile.billing(PricingModel.ON_DEMAND)
+    spot = profile.billing("spot")
+    assert (on_demand.increment_s.value, on_demand.min_charge_s.value) == (60, 600)
+    # spot has its own increment; its minimum is the general one (no spot row)
+    assert (spot.increment_s.value, spot.min_charge_s.value) == (1, 600)
+    assert spot.increment_s.fact == "billing_increment_s" and spot.kind is PricingModel.SPOT
+    assert profile.billing(PricingModel.RESERVED).increment_s.value == 60
+    assert parse_profiles([])["aws"].billing().increment_s.state == "unknown"
+
+
+@pytest.mark.parametrize(("rows", "requirement", "answer"), [
+    ([_row("billing_increment_s", "1", "s")], "per-second-billing", "yes"),
+    ([_row("billing_increment_s", "60", "s")], "per-second-billing", "no"),
+    ([_row("billing_increment_s", "varies", "s")], "per-second-billing", "unknown"),
+    ([], "per-second-billing", "unknown"),
+    # a spot-only per-second increment does not make on-demand per-second
+    ([_row("billing_increment_s", "3600", "s"), _row("spot_billing_increment_s", "1", "s")],
+     "per-second-billing", "no"),
+    ([_row("ssh", "yes")], "ssh", "yes"),
+    ([_row("docker_images", "no")], Requirement.DOCKER, "no"),
+    ([], "jupyter", "unknown"),
+    ([_row("persistent_storage", "yes")], "persistent-storage", "yes"),
+])
+def test_has_answers_yes_no_unknown(rows, requirement, answer) -> None:
+    assert parse_profiles(rows)["aws"].has(requirement) == answer
+
+
+def test_parse_requirements() -> None:
+    assert parse_requirements("docker, per-second-billing,docker") == (
+        Requirement.DOCKER, Requirement.PER_SECOND_BILLING)
+    assert parse_requirements("") == ()
+    with pytest.raises(UserInputError, match="unknown requirement 'gpu'.*known: ssh"):
+        parse_requirements("ssh,gpu")
+
+
+def test_new_columns_load_into_the_warehouse(tmp_path: Path) -> None:
+    from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.load import replace_provider_profiles
+
+    table = profiles_table(parse_profiles([_row("commitment_discounts", "yes"),
+                                           _row("storage_kinds", "block,object"),
+                                           _row("egress_usd_per_gb", "varies", "USD/GB")]))
+    with connect(tmp_path / "w.duckdb") as con:
+        replace_provider_profiles(con, table)
+        got = con.execute("SELECT commitment_discounts, storage_kinds, egress_usd_per_gb "
+                          "FROM providers WHERE provider = 'aws'").fetchall()
+    assert got == [(True, "block,object", None)]  # varies reaches SQL as NULL

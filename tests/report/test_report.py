@@ -229,3 +229,25 @@ def test_the_command_module_does_not_load_plotly() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"
+
+
+def test_checklist_section_has_a_row_per_provider_with_sources() -> None:
+    from gpuscout.api import provider_checklist
+    from gpuscout.pipeline.checklist import COLUMNS
+    from gpuscout.pipeline.profiles import PROVIDERS
+
+    rows = provider_checklist(today=date(2026, 12, 5))
+    data = ReportData(generated_at=datetime(2026, 12, 5, tzinfo=UTC), source="facts",
+                      history=[], vram=[], spot=[], freshness=[], job={},
+                      recommendation=None, checklist=rows)
+    tree = HTMLParser(build_report(data))
+    body = tree.css("#checklist table.checklist tbody tr")
+    assert sorted(tr.css_first("td").text() for tr in body) == sorted(PROVIDERS)
+    runpod = next(tr for tr in body if tr.css_first("td").text() == "runpod")
+    cell = runpod.css_first('td[data-field="billing_increment_s"]')
+    assert cell.text() == "1s" and "docs.runpod.io" in cell.attributes["title"]
+    assert len(runpod.css("td")) == len(COLUMNS) + 2  # provider, the facts, oldest age
+    unknown = runpod.css_first('td[data-field="root_access"]')
+    if unknown.text() == "?":
+        assert "unknown" in unknown.attributes["class"]
+        assert unknown.attributes["title"] == "no public source found"
