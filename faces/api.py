@@ -151,19 +151,26 @@ def offers(*, db: Path | str | None = None, gpu: str | None = None,
 
 
 def estimate(job: Job | None = None, *, gpu: str | None = None, tokens: float | None = None,
+             correction: bool = True, db: Path | str | None = None,
              **options: Any) -> Estimate:
     """Peak memory per GPU with a breakdown, and with `gpu` the tokens/s and (with `tokens`)
-    the hours of one job. `options` are `Job`'s fields: model=..., method=..., ..."""
-    from gpuscout.sizing.estimate import estimate as run_estimate
+    the hours of one job, with their range (`uncertainty`). With `correction`, the user's own
+    runs of the same GPU, framework and method stored in `db` (`gpuscout.runs.add`) correct
+    them (`correction` says by how many runs and how much). `options` are `Job`'s fields:
+    model=..., method=..., ..."""
+    from gpuscout.pipeline.measured import estimate_job, load_evidence
+    from gpuscout.pipeline.measured.evidence import Evidence
 
-    arch, spec, warnings = _job(job, options).resolve()
+    the_job = _job(job, options)
     gpu_spec = _gpu(gpu) if gpu else None
     if tokens is not None and tokens < 1:
         raise UserInputError(f"--tokens must be at least 1, got {tokens:g}")
-    if tokens is not None and gpu_spec is None:
-        warnings.append("--tokens needs --gpu to turn into hours")
-    est = run_estimate(arch, spec, gpu_spec, int(tokens) if tokens else None)
-    return est.model_copy(update={"notes": [*warnings, *est.notes]})
+    evidence, notes = (load_evidence(_db(db)) if correction and gpu_spec is not None
+                       else (Evidence.none(), []))
+    est = estimate_job(the_job, gpu_spec, int(tokens) if tokens else None, evidence,
+                       correction=correction)
+    extra = ["--tokens needs --gpu to turn into hours"] if tokens is not None and not gpu else []
+    return est.model_copy(update={"notes": [*extra, *est.notes, *notes]})
 
 
 def fit(job: Job | None = None, *, gpu: str, **options: Any) -> FitAdvice:
@@ -177,24 +184,11 @@ def fit(job: Job | None = None, *, gpu: str, **options: Any) -> FitAdvice:
 
 
 def _gpu(gpu_id: str) -> Any:
-    """The catalog GpuSpec for `gpu_id` or the one id it starts (`l4` → l4-24gb), else a
-    UserInputError with the close ids."""
-    import difflib
-
+    """The catalog GpuSpec for `gpu_id`, the one id it starts (`l4` → l4-24gb) or a GPU's
+    printed name, else a UserInputError with the close ids."""
     from gpuscout.core.catalog import load_catalog
 
-    catalog = load_catalog()
-    key = gpu_id.strip().lower()
-    if key in catalog.gpus:
-        return catalog.gpu(key)
-    starts = [g for g in catalog.gpus if g.startswith(key + "-")]
-    if len(starts) == 1:
-        return catalog.gpu(starts[0])
-    if starts:
-        raise UserInputError(f"GPU {gpu_id!r} names several: {', '.join(starts)}")
-    close = difflib.get_close_matches(key, list(catalog.gpus), n=5, cutoff=0.5)
-    hint = f"; did you mean: {', '.join(close)}" if close else ""
-    raise UserInputError(f"unknown GPU {gpu_id!r}{hint}")
+    return load_catalog().find(gpu_id)
 
 
 def recommend(job: Job | None = None, *, db: Path | str | None = None,

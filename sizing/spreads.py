@@ -9,15 +9,16 @@ from __future__ import annotations
 import math
 
 from gpuscout.sizing.calibration import CalibrationRow, calibrate
-from gpuscout.sizing.uncertainty import Residual, derive, placement_of, render
+from gpuscout.sizing.uncertainty import Kind, Residual, derive, placement_of, render
 
 
 def residuals(rows: list[CalibrationRow]) -> list[Residual]:
     """ln(measured / predicted) of every row's tokens/s and memory, with the row's regime."""
     out = []
     for r in rows:
-        pairs = (("tokens_per_s", r.measured_tokens_per_s, r.predicted_tokens_per_s),
-                 ("memory", r.measured_gb, r.predicted_gb))
+        pairs: tuple[tuple[Kind, float | None, float | None], ...] = (
+            ("tokens_per_s", r.measured_tokens_per_s, r.predicted_tokens_per_s),
+            ("memory", r.measured_gb, r.predicted_gb))
         for kind, measured, predicted in pairs:
             if measured and predicted:
                 out.append(Residual(kind=kind, gpu_class=r.gpu_class, method=r.modeled_method,

@@ -116,8 +116,8 @@ class Correction(BaseModel):
         if self.memory_factor is not None:
             what.append(f"memory ×{self.memory_factor:.2f}")
         runs = max(self.runs, self.memory_runs)
-        return (f"corrected by {runs} of your run{'s' if runs != 1 else ''} on "
-                f"{self.gpu_id} / {self.framework} / {self.method}: {', '.join(what)}")
+        return (f"corrected by {runs} of your runs on {self.gpu_id} / {self.framework} / "
+                f"{self.method}: {', '.join(what)}")
 
 
 class Uncertainty(BaseModel):
@@ -145,17 +145,17 @@ def _keys(r: Residual) -> list[tuple[str, str, str, str]]:
 
 def derive(residuals: Iterable[Residual]) -> list[Spread]:
     """Every regime with at least MIN_ROWS residuals (and all rows of each kind), sorted."""
-    groups: dict[tuple[str, ...], list[float]] = {}
+    groups: dict[tuple[Kind, tuple[str, str, str, str]], list[float]] = {}
     for r in residuals:
         for key in dict.fromkeys(_keys(r)):
-            groups.setdefault((r.kind, *key), []).append(r.log_ratio)
+            groups.setdefault((r.kind, key), []).append(r.log_ratio)
     out = []
-    for key, ratios in sorted(groups.items()):
-        if len(ratios) < MIN_ROWS and key[1:] != (ANY, ANY, ANY, ANY):
+    for (kind, (gpu_class, method, placement, bound)), ratios in sorted(groups.items()):
+        if len(ratios) < MIN_ROWS and (gpu_class, method, placement, bound) != (ANY,) * 4:
             continue
         p10, _, p90 = _deciles(ratios)
-        out.append(Spread(kind=key[0], gpu_class=key[1], method=key[2],  # type: ignore[arg-type]
-                          placement=key[3], bound=key[4], rows=len(ratios),
+        out.append(Spread(kind=kind, gpu_class=gpu_class, method=method, placement=placement,
+                          bound=bound, rows=len(ratios),
                           median_log_ratio=round(statistics.median(ratios), 4),
                           p10_log_ratio=round(p10, 4), p90_log_ratio=round(p90, 4),
                           rms_log_ratio=round(math.sqrt(statistics.fmean(

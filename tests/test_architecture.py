@@ -20,7 +20,7 @@ FLOORS: dict[str, int] = {
     "core": 1,
     "adapters": 2, "warehouse": 2, "sizing": 2, "runlogs": 2,
     "pipeline": 3,
-    "api": 4,
+    "api": 4, "runs": 4,
     "report": 5,
     "cli": 6, "flows": 6,
 }
