@@ -33,3 +33,10 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
 def _block_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _no_user_warehouse(monkeypatch: pytest.MonkeyPatch,
+                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test reads the per-user warehouse: an estimate would take that user's own runs."""
+    monkeypatch.setenv("GPUSCOUT_DB", str(tmp_path_factory.getbasetemp() / "no-user.duckdb"))
