@@ -199,21 +199,26 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
               max_price_age_days: float | None = 7.0,
               storage_gb: float | None = None,
               providers: Sequence[str] | None = None, region: str | None = None,
-              limit: int = 10, **options: Any) -> Recommendation:
+              limit: int = 10, correction: bool = True, pessimistic: bool = False,
+              **options: Any) -> Recommendation:
     """Every current offer priced for the whole run (`tokens`, or `dataset_tokens` ×
-    `epochs`) and ranked by `objective`, each with its reasons; `rejected_cheaper` says why
-    the cheaper offers cannot run it. The parallelism is chosen per offer."""
+    `epochs`) and ranked by `objective`, each with its reasons and its range; `rejected_cheaper`
+    says why the cheaper offers cannot run it. The parallelism is chosen per offer. With
+    `correction`, your runs stored in `db` correct the machines of their GPU, framework and
+    method; `pessimistic` ranks every offer at the slow end of its range."""
     from gpuscout.pipeline.recommend import RecommendRequest, tokens_from_options
     from gpuscout.pipeline.recommend import recommend as run_recommend
     from gpuscout.warehouse.connection import connect
 
-    arch, spec, warnings = _job(job, options).resolve_per_offer()
+    the_job = _job(job, options)
+    arch, spec, warnings = the_job.resolve_per_offer()
     request = RecommendRequest(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective,
         spot=spot, max_hours=max_hours, checkpoint_every_min=checkpoint_every_min,
         max_price_age_days=max_price_age_days,
         storage_gb=storage_gb, providers=list(providers) if providers else None,
-        region=region, limit=limit)
+        region=region, limit=limit, framework=the_job.framework, correction=correction,
+        pessimistic=pessimistic)
     with connect(_db(db), read_only=True) as con:
         rec = run_recommend(con, arch, spec, request)
     return rec.model_copy(update={"warnings": warnings})

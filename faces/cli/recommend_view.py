@@ -16,6 +16,14 @@ def _shape(row: RankedOffer) -> str:
     return shape + (f" ×{row.nodes} nodes" if row.nodes > 1 else "")
 
 
+def _span(row: RankedOffer, what: str) -> str:
+    """The figure's range under it: "(9.1–14.0)"."""
+    if row.range is None:
+        return ""
+    r = row.range.expected_hours if what == "hours" else row.range.total_usd
+    return f"\n({r.low:,.2f}–{r.high:,.2f})"
+
+
 def managed_table(rec: Recommendation) -> Table:
     """Managed fine-tuning beside the rented offers: per-token prices, no GPU to choose."""
     from rich.table import Table
@@ -45,8 +53,8 @@ def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
     for i, row in enumerate(rec.ranked, 1):
         table.add_row(str(i), row.provider, _shape(row), row.pricing_model,
                       f"{row.price_usd_per_hour:.2f}", row.price_age_label,
-                      f"{row.expected_hours:.2f}",
-                      f"{row.billed_hours:.2f}", f"{row.total_usd:.2f}",
+                      f"{row.expected_hours:.2f}" + _span(row, "hours"),
+                      f"{row.billed_hours:.2f}", f"{row.total_usd:.2f}" + _span(row, "usd"),
                       "\n".join(row.reasons))
     out.print(table)
     out.print(f"storage {rec.storage_gb:.1f} GB during the run, checkpoints "
@@ -54,7 +62,7 @@ def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
               f"{rec.shapes_evaluated} machine shapes sized", highlight=False)
     if rec.managed:
         out.print(managed_table(rec))
-    for w in [*rec.price_notes, *rec.warnings]:
+    for w in [*rec.uncertainty_notes, *rec.price_notes, *rec.warnings]:
         out.print(f"- {w}", highlight=False)
     if not rec.ranked:
         out.print("[red]no offer can run this job[/red]: see --explain")

@@ -39,6 +39,11 @@ class RecommendRequest(BaseModel):
     limit: int = Field(default=10, ge=1)
     restart_s: float = Field(default=RESTART_S, ge=0)
     now: datetime | None = None
+    # the user's own runs (gpuscout.pipeline.measured.offers): those of the job's framework
+    # correct the machines of their GPU; pessimistic ranks at the slow end of each range
+    framework: str = "hf"
+    correction: bool = True
+    pessimistic: bool = False
 
 
 def tokens_from_options(tokens: float | None, dataset_tokens: float | None,
