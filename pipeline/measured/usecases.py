@@ -100,9 +100,13 @@ def _pct(predicted: float | None, measured: float | None) -> float | None:
 
 
 def compare_runs(db: Path | str) -> list[Comparison]:
+    """Every run of `db` with its errors then and now (see `compare`)."""
+    return compare(stored_runs(db))
+
+
+def compare(runs: list[MeasuredRun]) -> list[Comparison]:
     """Every run with its errors then and now, and what the user's other runs of its stack
     would have corrected its estimate to (each run held out of its own correction)."""
-    runs = stored_runs(db)
     catalog = load_catalog()
     out = []
     for run in runs:
