@@ -164,3 +164,32 @@ def test_thin_and_distant_evidence_is_shrunk_toward_one() -> None:
     far = Shape(seq=65536, batch=8, params=8e9, gpus=1, dtype="bf16", quant="none")
     assert distance(job, far) > MAX_DISTANCE
     assert posterior(job, [(far, math.log(0.5))], prior_sd=0.3).runs == 0
+
+
+def test_a_wandb_run_takes_its_gpu_from_the_metadata(tmp_path: Path) -> None:
+    # bllossom-8b: LoRA r = 1 on every linear of a Llama-3-8B, batch 1 (PROVENANCE.md)
+    job = Job(model="meta-llama/Meta-Llama-3-8B", method="lora", lora_rank=1,
+              lora_targets="all-linear", seq_len=2048, grad_accum=1)
+    (run,) = add_runs(tmp_path / "w.duckdb", [RUNS / "wandb/bllossom-8b/wandb-summary.json"],
+                      job, {"model", "method", "lora_rank", "lora_targets", "seq_len",
+                            "grad_accum"}, None, NOW).added
+    assert (run.gpu_id, run.field_sources["gpu"]) == ("a100-sxm-80gb", "log")
+    assert run.gpus == 1  # 0.465 samples a step ÷ (batch 1 × accumulation 1)
+    # total_flos ÷ (6 × (8,030,261,248 + 2,621,440 LoRA − 525,336,576)): 823,300 slots over
+    # 0.465 × 1727.749 = 803.4 samples (the rounded rate; 804 steps of one): 1,024 a sample
+    assert run.mean_seq_len in (1024, 1025)
+    assert run.tokens_per_s == pytest.approx(3.708559610295091e16 / (6 * 7_507_546_112)
+                                             / 1727.749)
+    assert run.log_started_at is not None and run.log_finished_at is not None
+
+
+def test_a_run_with_peak_memory_corrects_the_memory_too(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    job = dict(model="meta-llama/Llama-3.1-8B", method="qlora", seq_len=2048,
+               mean_seq_len=300, lora_rank=16, lora_targets="all-linear")
+    add_runs(db, [RUNS / "unsloth/llama3.1-8b-alpaca-t4.log"], Job(**job), set(job), None, NOW)
+    est = gpuscout.estimate(db=db, gpu="t4-16gb", framework="unsloth", batch_size=2,
+                            grad_accum=4, **job)
+    c = est.correction
+    assert c is not None and c.memory_runs == 1 and c.memory_factor is not None
+    assert c.runs == 1 and "memory ×" in c.text
