@@ -71,7 +71,8 @@ def report_command(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective.value,
         spot=spot.value, max_hours=max_hours, checkpoint_every_min=checkpoint_every,
         max_price_age_days=max_price_age or None,
-        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit)
+        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit,
+        framework=job.framework)
     page = generate_report(warehouse(db) or Settings().db, out, arch, spec, request,
                            top_gpus=top_gpus, warnings=warnings)
     typer.echo(f"report written to {page}")
