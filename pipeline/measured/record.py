@@ -213,17 +213,19 @@ def non_embedding_params(arch: Architecture, spec: JobSpec) -> float:
 
 
 def _rate(reading: LogReading, f: _Fields, arch: Architecture, spec: JobSpec,
-          notes: list[str]) -> tuple[float | None, str | None]:
-    """Tokens/s of the whole job as the model counts them, and how it was had."""
+          notes: list[str]) -> tuple[float | None, str | None, str | None]:
+    """Tokens/s of the whole job as the model counts them, how it was had, and what the
+    tokens counted (padded | non-padding | labels | samples)."""
     gpus = int(f.values["gpus"])
     said = f"{reading.token_note}" if reading.token_note else "the log's rate"
+    counted = reading.token_count
     if reading.tokens_per_s is not None:
-        return reading.tokens_per_s, f"log: {said}"
+        return reading.tokens_per_s, f"log: {said}", counted
     if reading.tokens_per_s_per_gpu is not None:
         return (reading.tokens_per_s_per_gpu * gpus,
-                f"log per GPU × {gpus} GPU(s): {said}")
+                f"log per GPU × {gpus} GPU(s): {said}", counted)
     if reading.tokens is not None and reading.runtime_s:
-        return reading.tokens / reading.runtime_s, f"log: {said} over the runtime"
+        return reading.tokens / reading.runtime_s, f"log: {said} over the runtime", counted
     if reading.total_flos and reading.runtime_s:
         params = non_embedding_params(arch, spec)
         tokens = reading.total_flos / (6 * params)
@@ -236,14 +238,14 @@ def _rate(reading: LogReading, f: _Fields, arch: Architecture, spec: JobSpec,
                 f.from_log("mean_seq_len", mean, "derived: total_flos padded slots ÷ samples")
         return (tokens / reading.runtime_s,
                 f"derived: total_flos ÷ (6 × {params:,.0f} non-embedding parameters) = "
-                f"{tokens:,.0f} padded slots over train_runtime")
+                f"{tokens:,.0f} padded slots over train_runtime", "padded")
     if reading.samples_per_s is not None:
         length = f.values["mean_seq_len"] or f.values["seq_len"]
         which = "--mean-seq-len" if f.values["mean_seq_len"] else "--seq-len"
         return (reading.samples_per_s * int(length),
                 f"derived: {reading.samples_per_s:.4g} samples/s × {which} {length} "
-                f"({f.sources.get(which[2:].replace('-', '_'), 'default')})")
-    return None, None
+                f"({f.sources.get(which[2:].replace('-', '_'), 'default')})", "samples")
+    return None, None, None
 
 
 def _predicted_memory(est: Estimate, metric: str | None) -> float | None:
@@ -266,7 +268,7 @@ def measure(reading: LogReading, job: Job, given: set[str], gpu: str | None, pat
     f, resolved_job = _job_from(reading, job, given, notes)
     gpu_spec = _gpu(reading, gpu, f.sources)
     arch, spec, warnings = resolved_job.resolve()
-    tokens_per_s, basis = _rate(reading, f, arch, spec, notes)
+    tokens_per_s, basis, counted = _rate(reading, f, arch, spec, notes)
     if f.known("mean_seq_len") and f.values["mean_seq_len"] != resolved_job.mean_seq_len:
         resolved_job = f.job()  # the timed length the log gave
         arch, spec, warnings = resolved_job.resolve()
@@ -284,7 +286,7 @@ def measure(reading: LogReading, job: Job, given: set[str], gpu: str | None, pat
         framework=resolved_job.framework, method=spec.method, batch_size=spec.batch_size,
         seq_len=spec.seq_len, mean_seq_len=spec.mean_seq_len, grad_accum=spec.grad_accum,
         job=resolved_job, field_sources={**f.sources}, tokens_per_s=tokens_per_s,
-        token_count=reading.token_count, token_basis=basis, peak_gb=reading.peak_gb,
+        token_count=counted, token_basis=basis, peak_gb=reading.peak_gb,
         memory_metric=reading.memory_metric, runtime_s=reading.runtime_s,
         log_started_at=reading.started_at, log_finished_at=reading.finished_at,
         predicted_tokens_per_s=predicted, predicted_peak_gb=predicted_gb,

@@ -43,6 +43,7 @@ def test_a_trainer_state_becomes_a_run_with_its_sources(tmp_path: Path) -> None:
     (run,) = report.added
     assert run.tokens_per_s == pytest.approx(LMY_RATE)  # 1,123.6 tokens/s
     assert run.token_basis is not None and "total_flos" in run.token_basis
+    assert run.token_count == "padded"
     assert run.mean_seq_len == round(LMY_TOKENS / (2.831 * 953.7893))  # 397 a sample
     assert (run.gpu_id, run.gpus, run.batch_size, run.grad_accum) == ("rtx-4090-24gb", 1, 1, 8)
     assert run.field_sources["batch_size"] == "log"  # train_batch_size
@@ -119,6 +120,7 @@ def test_unsloth_names_its_gpu_and_samples_take_the_job_length(tmp_path: Path) -
     assert (run.batch_size, run.grad_accum) == (2, 4)
     assert run.tokens_per_s == pytest.approx(480 / 462.7198 * 300)
     assert run.token_basis is not None and "--mean-seq-len 300 (option)" in run.token_basis
+    assert run.token_count == "samples"
     assert (run.memory_metric, run.peak_gb) == ("reserved", pytest.approx(7.922 * 2**30 / 1e9))
     assert run.predicted_peak_gb is not None and run.memory_error_pct is not None
 
