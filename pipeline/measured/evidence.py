@@ -12,16 +12,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import duckdb
+from pydantic import ValidationError
 
 from gpuscout.core.catalog import GpuSpec, load_catalog
+from gpuscout.core.errors import GpuscoutError
 from gpuscout.pipeline.measured.correction import MEMORY_NOISE, Posterior, Shape, posterior
 from gpuscout.pipeline.measured.record import MeasuredRun
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.types import LORA_METHODS, Estimate, JobSpec
 from gpuscout.sizing.uncertainty import Z80, Correction, Spread, spread_for
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def shape_of(arch: Architecture, spec: JobSpec) -> Shape:
@@ -64,8 +69,8 @@ def _observe(run: MeasuredRun) -> Observed | None:
     try:
         arch, spec, _ = run.job.resolve()
         est = estimate(arch, spec, load_catalog().gpu(run.gpu_id))
-    except Exception:  # a run the model can no longer size (a model since removed) is skipped
-        return None
+    except (GpuscoutError, KeyError, ValidationError):
+        return None  # a run the model can no longer size (its config moved, a GPU renamed)
     predicted = est.time.tokens_per_s if est.time else None
     metric_gb = {"allocated": est.memory.allocated_gb, "active": est.memory.allocated_gb,
                  "reserved": est.memory.reserved_gb, "device": est.memory.peak_gb_per_gpu}
