@@ -34,7 +34,7 @@ from typing import Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuscout.core.errors import DataError
+from gpuscout.core.errors import DataError, UserInputError
 from gpuscout.core.models import FormFactor, Interconnect, MemoryType
 from gpuscout.core.names import LabelParts, read_instance_name, read_label
 
@@ -260,6 +260,27 @@ class Catalog:
 
     def gpu(self, gpu_id: str) -> GpuSpec:
         return self.gpus[gpu_id]
+
+    def find(self, text: str) -> GpuSpec:
+        """The GPU a user or a log names: a canonical id, the one id it starts (`l4` →
+        l4-24gb), or a GPU's name as devices and logs print it (`NVIDIA A100-SXM4-80GB`);
+        else a UserInputError with the close ids."""
+        import difflib
+
+        key = text.strip().lower()
+        if key in self.gpus:
+            return self.gpus[key]
+        starts = [g for g in self.gpus if g.startswith(key + "-")]
+        if len(starts) == 1:
+            return self.gpus[starts[0]]
+        if starts:
+            raise UserInputError(f"GPU {text!r} names several: {', '.join(starts)}")
+        found = self.resolve("", text)
+        if isinstance(found, Resolved):
+            return self.gpus[found.gpu_id]
+        close = difflib.get_close_matches(key, list(self.gpus), n=5, cutoff=0.5)
+        hint = f"; did you mean: {', '.join(close)}" if close else ""
+        raise UserInputError(f"unknown GPU {text!r}{hint}")
 
     def resolve(self, provider: str, label: str, vram_hint: float | None = None) -> Resolution:
         """Map a provider's GPU spelling or instance name to a canonical GPU, or say why not.

@@ -1,8 +1,9 @@
 """gpuscout: GPU cloud offers, their price history, and the one that runs your job best.
 
 The Python API (see `gpuscout.api`): `refresh`, `offers`, `estimate`, `fit`, `recommend`,
-`provider_checklist`, `sql` and `export`, with `Job` for the job options. Names load on first
-use, so `import gpuscout` (and the CLI's start-up) stays cheap.
+`provider_checklist`, `sql` and `export`, with `Job` for the job options, and `gpuscout.runs`
+for your own runs. Names load on first use, so `import gpuscout` (and the CLI's start-up) stays
+cheap.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "runs":  # a module of its own: gpuscout.runs.add / list / compare
+        return importlib.import_module("gpuscout.runs")
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'gpuscout' has no attribute {name!r}")

@@ -160,20 +160,27 @@ def offers(*, db: Path | str | None = None, gpu: str | None = None,
 
 
 def estimate(job: Job | None = None, *, gpu: str | None = None, tokens: float | None = None,
+             correction: bool = True, db: Path | str | None = None,
              **options: Any) -> Estimate:
     """Peak memory per GPU with a breakdown, and with `gpu` the tokens/s and (with `tokens`)
-    the hours of one job. `options` are `Job`'s fields: model=..., method=..., ..."""
+    the hours of one job, with their range (`uncertainty`). With `correction`, the user's own
+    runs of the same GPU, framework and method stored in `db` (`gpuscout.runs.add`) correct
+    them (`correction` says by how many runs and how much). `options` are `Job`'s fields:
+    model=..., method=..., ..."""
+    from gpuscout.pipeline.measured import estimate_job, load_evidence
+    from gpuscout.pipeline.measured.evidence import Evidence
     from gpuscout.pipeline.recommend.request import MAX_TOKENS
-    from gpuscout.sizing.estimate import estimate as run_estimate
 
-    arch, spec, warnings = _job(job, options).resolve()
+    the_job = _job(job, options)
     gpu_spec = _gpu(gpu) if gpu else None
     if tokens is not None and not 1 <= tokens <= MAX_TOKENS:  # NaN fails both comparisons
         raise UserInputError(f"--tokens must be between 1 and {MAX_TOKENS:.0e}, got {tokens:g}")
-    if tokens is not None and gpu_spec is None:
-        warnings.append("--tokens needs --gpu to turn into hours")
-    est = run_estimate(arch, spec, gpu_spec, int(tokens) if tokens else None)
-    return est.model_copy(update={"notes": [*warnings, *est.notes]})
+    evidence, notes = (load_evidence(_db(db)) if correction and gpu_spec is not None
+                       else (Evidence.none(), []))
+    est = estimate_job(the_job, gpu_spec, int(tokens) if tokens else None, evidence,
+                       correction=correction)
+    extra = ["--tokens needs --gpu to turn into hours"] if tokens is not None and not gpu else []
+    return est.model_copy(update={"notes": [*extra, *est.notes, *notes]})
 
 
 def fit(job: Job | None = None, *, gpu: str, **options: Any) -> FitAdvice:
@@ -187,24 +194,11 @@ def fit(job: Job | None = None, *, gpu: str, **options: Any) -> FitAdvice:
 
 
 def _gpu(gpu_id: str) -> Any:
-    """The catalog GpuSpec for `gpu_id` or the one id it starts (`l4` → l4-24gb), else a
-    UserInputError with the close ids."""
-    import difflib
-
+    """The catalog GpuSpec for `gpu_id`, the one id it starts (`l4` → l4-24gb) or a GPU's
+    printed name, else a UserInputError with the close ids."""
     from gpuscout.core.catalog import load_catalog
 
-    catalog = load_catalog()
-    key = gpu_id.strip().lower()
-    if key in catalog.gpus:
-        return catalog.gpu(key)
-    starts = [g for g in catalog.gpus if g.startswith(key + "-")]
-    if len(starts) == 1:
-        return catalog.gpu(starts[0])
-    if starts:
-        raise UserInputError(f"GPU {gpu_id!r} names several: {', '.join(starts)}")
-    close = difflib.get_close_matches(key, list(catalog.gpus), n=5, cutoff=0.5)
-    hint = f"; did you mean: {', '.join(close)}" if close else ""
-    raise UserInputError(f"unknown GPU {gpu_id!r}{hint}")
+    return load_catalog().find(gpu_id)
 
 
 def recommend(job: Job | None = None, *, db: Path | str | None = None,
@@ -216,15 +210,18 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
               storage_gb: float | None = None,
               providers: Sequence[str] | None = None, region: str | None = None,
               limit: int = 10, commitment: str = "none", max_usd: float | None = None,
-              min_reliability: float | None = None, **options: Any) -> Recommendation:
+              min_reliability: float | None = None, correction: bool = True,
+              pessimistic: bool = False, **options: Any) -> Recommendation:
     """Every current offer priced for the whole run (`tokens`, or `dataset_tokens` ×
     `epochs`) and ranked by `objective` ("cost", "time", or "balanced": the cheapest within
-    25 % of the fastest's hours), each with its reasons; `rejected_cheaper` says why the
-    cheaper offers, and those a rule set aside, cannot run it; `set_aside` counts the offers
-    set aside per reason. `commitment` is "none" (committed offers only where the job's own
-    time covers their term), "allow" (all, at their whole-term cost) or "max-months=N";
+    25 % of the fastest's hours), each with its reasons and its range; `rejected_cheaper` says
+    why the cheaper offers, and those a rule set aside, cannot run it; `set_aside` counts the
+    offers set aside per reason. `commitment` is "none" (committed offers only where the job's
+    own time covers their term), "allow" (all, at their whole-term cost) or "max-months=N";
     `max_usd` caps the whole run's cost; `min_reliability` (0 to 1) a marketplace host's
-    reliability. The parallelism is chosen per offer."""
+    reliability. The parallelism is chosen per offer. With `correction`, your runs stored in
+    `db` correct the machines of their GPU, framework and method; `pessimistic` ranks every
+    offer at the slow end of its range."""
     from gpuscout.pipeline.recommend import (
         RecommendRequest,
         commitment_from_option,
@@ -233,7 +230,8 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
     from gpuscout.pipeline.recommend import recommend as run_recommend
     from gpuscout.warehouse.connection import connect
 
-    arch, spec, warnings = _job(job, options).resolve_per_offer()
+    the_job = _job(job, options)
+    arch, spec, warnings = the_job.resolve_per_offer()
     policy, months = commitment_from_option(commitment)
     request = RecommendRequest(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective,
@@ -241,7 +239,8 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
         max_price_age_days=max_price_age_days,
         storage_gb=storage_gb, providers=list(providers) if providers else None,
         region=region, limit=limit, commitment=policy, max_commitment_months=months,
-        max_usd=max_usd, min_reliability=min_reliability)
+        max_usd=max_usd, min_reliability=min_reliability, framework=the_job.framework,
+        correction=correction, pessimistic=pessimistic)
     with connect(_db(db), read_only=True) as con:
         rec = run_recommend(con, arch, spec, request)
     return rec.model_copy(update={"warnings": warnings})

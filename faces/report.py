@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from gpuscout.pipeline.checklist import ChecklistRow
+    from gpuscout.pipeline.measured import Comparison
     from gpuscout.pipeline.recommend import RankedOffer, Recommendation, RecommendRequest
     from gpuscout.sizing.architectures import Architecture
     from gpuscout.sizing.types import JobSpec
@@ -34,6 +35,8 @@ TOP_GPUS = 8
 # Chart containers carry these ids (data-chart); the browser test waits for marks in each.
 CHARTS = ("price-history", "vram-price", "spot-vs-on-demand", "freshness", "recommendation-cost")
 SECTIONS = ("history", "vram", "spot", "freshness", "recommendation", "checklist")
+# Shown after them when the warehouse holds runs of your own (`gpuscout runs add`).
+RUNS_SECTION, RUNS_CHART = "runs", "your-runs"
 
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True,
                 "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
@@ -55,6 +58,7 @@ class ReportData:
     recommendation_error: str | None = None
     warnings: list[str] = field(default_factory=list)
     checklist: list[ChecklistRow] = field(default_factory=list)
+    runs: list[Comparison] = field(default_factory=list)
 
 
 def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dict[str, str]:
@@ -92,6 +96,8 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
     """Query the warehouse and run the recommendation (with the same `now` for price ages)."""
     from gpuscout.core.clock import now_utc
     from gpuscout.pipeline.checklist import provider_checklist
+    from gpuscout.pipeline.measured.evidence import Evidence
+    from gpuscout.pipeline.measured.usecases import compare
     from gpuscout.pipeline.recommend import recommend
     from gpuscout.warehouse.queries import run_named
 
@@ -110,6 +116,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
         freshness=run_named(con, "report_freshness", {"now": now.isoformat()}).to_pylist(),
         job=describe_job(arch, job, req), recommendation=rec, recommendation_error=error,
         warnings=list(warnings or []), checklist=provider_checklist(today=now.date()),
+        runs=compare(Evidence.from_connection(con).runs),
     )
 
 
@@ -275,6 +282,35 @@ def recommendation_figure(rec: Recommendation) -> go.Figure:
                    legend={"orientation": "h", "y": 1.1, "x": 0, "traceorder": "normal"})
 
 
+def runs_figure(runs: list[Comparison]) -> go.Figure:
+    """Your runs: measured tokens/s against what the model predicts now, one colour per
+    GPU / framework / method, and the line where they are equal."""
+    import plotly.graph_objects as go
+
+    shown = [c for c in runs if c.run.tokens_per_s and c.predicted_now_tokens_per_s]
+    fig = go.Figure()
+    for stack in dict.fromkeys(f"{c.run.gpu_id} / {c.run.framework} / {c.run.method}"
+                               for c in shown):
+        part = [c for c in shown
+                if f"{c.run.gpu_id} / {c.run.framework} / {c.run.method}" == stack]
+        fig.add_trace(go.Scatter(
+            x=[c.predicted_now_tokens_per_s for c in part],
+            y=[c.run.tokens_per_s for c in part], name=stack, mode="markers",
+            marker={"size": 10},
+            customdata=[[c.run.run_id, c.run.model, c.tokens_error_now_pct] for c in part],
+            hovertemplate=("<b>%{customdata[0]}</b> %{customdata[1]}<br>predicted %{x:,.0f}, "
+                           "measured %{y:,.0f} tokens/s (%{customdata[2]:+.1f} %)<extra></extra>"),
+        ))
+    top = max([1.0, *(max(c.predicted_now_tokens_per_s or 0, c.run.tokens_per_s or 0)
+                      for c in shown)]) * 1.1
+    fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="measured = predicted",
+                             line={"dash": "dot", "color": "#888"}, hoverinfo="skip"))
+    return _layout(fig, height=440, xaxis_title="predicted tokens/s (the model now)",
+                   yaxis_title="measured tokens/s", xaxis_rangemode="tozero",
+                   yaxis_rangemode="tozero",
+                   legend={"title": {"text": "GPU / framework / method"}})
+
+
 # --- page ---------------------------------------------------------------------------------
 
 
@@ -413,6 +449,20 @@ def _recommendation_html(data: ReportData) -> str:
     return "".join(parts)
 
 
+def _runs_table(runs: list[Comparison]) -> str:
+    rows = [f'<tr data-run="{_e(c.run.run_id)}"><td>{_e(c.run.run_id)}</td>'
+            f"<td>{_e(c.run.model)}</td><td>{_e(c.run.gpu_id)}</td>"
+            f"<td>{_e(c.run.framework)} / {_e(c.run.method)}</td>"
+            f"{_num('measured_tokens_per_s', c.run.tokens_per_s, ',.0f')}"
+            f"{_num('predicted_tokens_per_s', c.predicted_now_tokens_per_s, ',.0f')}"
+            f"{_num('error_pct', c.tokens_error_now_pct, '+.1f')}"
+            f"{_num('measured_peak_gb', c.run.peak_gb, ',.1f')}"
+            f"{_num('predicted_peak_gb', c.predicted_now_peak_gb, ',.1f')}</tr>"
+            for c in runs]
+    return _table(["run", "model", "GPU", "framework / method", "measured tokens/s",
+                   "predicted tokens/s", "error %", "measured GB", "predicted GB"], rows)
+
+
 _CSS = """
 :root { color-scheme: light; --fg: #1d2330; --muted: #5b6475; --line: #dde2ea; }
 * { box-sizing: border-box; }
@@ -513,6 +563,14 @@ def build_report(data: ReportData) -> str:
          _checklist_table(data.checklist) if data.checklist
          else _empty("provider facts")),
     ]
+    if data.runs:
+        sections.append(
+            (RUNS_SECTION, "Your runs: predicted against measured",
+             "Each run you added (gpuscout runs add): the tokens/s its log measured against "
+             "what the model predicts for its job now; points under the line ran slower than "
+             "predicted. Estimates and recommendations correct jobs of the same GPU, "
+             "framework and method by them.",
+             _chart(RUNS_CHART, runs_figure(data.runs)) + _runs_table(data.runs)))
     body = "".join(
         f'<section id="{sid}"><h2>{_e(title)}</h2><p class="note">{_e(note)}</p>{content}'
         "</section>" for sid, title, note, content in sections)

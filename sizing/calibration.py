@@ -126,6 +126,10 @@ class CalibrationRow(BaseModel):
     predicted_tokens_per_s: float | None
     naive_gb: float | None
     accelerate_gb: float | None
+    # the row's regime, as the estimate's uncertainty is told apart (sizing/uncertainty.py)
+    gpu_class: str = ""
+    gpus: int = 1
+    bound: str | None = None
 
     @staticmethod
     def _err(pred: float | None, meas: float | None) -> float | None:
@@ -391,6 +395,8 @@ def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
                 measured_tokens_per_s=_float(r["tokens_per_s"]),
                 predicted_tokens_per_s=est.time.tokens_per_s if est.time else None,
                 naive_gb=_float(r["naive_pred_gb"]), accelerate_gb=_float(r["accelerate_pred_gb"]),
+                gpu_class=gpu.architecture, gpus=job.gpus,
+                bound=est.time.bound if est.time else None,
             ))
     return out
 

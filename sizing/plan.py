@@ -88,6 +88,8 @@ class NodePlan(BaseModel):
     ring_gbs: float | None = Field(default=None, description="usable GB/s per GPU of the "
                                                               "sharding's collectives")
     scaling_efficiency: float | None = Field(default=None, description="compute / step time")
+    bound: str | None = Field(default=None, description="what sets a micro-batch: compute, "
+                              "memory or host (the time model's regime)")
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -200,7 +202,7 @@ def plan_node(arch: Architecture, job: JobSpec, gpu: GpuSpec, shape: NodeShape,
                             peak_gb_per_gpu=est.memory.peak_gb_per_gpu, need_gb_per_gpu=need,
                             usable_gb_per_gpu=usable, hours=round(hours, 3),
                             tokens_per_s=round(tps, 1), ring_gbs=ring,
-                            scaling_efficiency=round(eff, 4),
+                            scaling_efficiency=round(eff, 4), bound=est.time.bound,
                             notes=[*est.notes, *time_notes])
     where = (f"{total} GPUs" if total > 1 else "one GPU")
     return NodePlan(shape=shape, feasible=False, need_gb_per_gpu=smallest,

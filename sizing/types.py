@@ -22,6 +22,7 @@ from gpuscout.sizing.choices import (
     Quant,
     Sharding,
 )
+from gpuscout.sizing.uncertainty import Correction, Uncertainty
 
 PEFT_METHODS: frozenset[str] = frozenset({"lora", "qlora", "dora", "ia3", "prefix", "prompt",
                                           "adapter"})
@@ -251,3 +252,9 @@ class Estimate(BaseModel):
     time: TimeEstimate | None
     flops_per_token: float = Field(description="model FLOPs per token (no recompute)")
     notes: list[str] = Field(default_factory=list)
+    correction: Correction | None = Field(
+        default=None, description="the user's own runs of this GPU, framework and method, "
+        "when they corrected the figures above (gpuscout.pipeline.measured)")
+    uncertainty: Uncertainty | None = Field(
+        default=None, description="the range of tokens/s and hours: the calibration's spread "
+        "in the job's regime, narrowed by the user's runs")

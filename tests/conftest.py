@@ -45,3 +45,10 @@ def _no_model_caches(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.T
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(empty / "hf"))
     monkeypatch.setenv("GPUSCOUT_CACHE_DIR", str(empty / "gpuscout"))
+
+
+@pytest.fixture(autouse=True)
+def _no_user_warehouse(monkeypatch: pytest.MonkeyPatch,
+                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test reads the per-user warehouse: an estimate would take that user's own runs."""
+    monkeypatch.setenv("GPUSCOUT_DB", str(tmp_path_factory.getbasetemp() / "no-user.duckdb"))

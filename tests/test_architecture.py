@@ -18,14 +18,14 @@ import gpuscout
 # Floor of each part of the package; a module may import its own part and lower floors only.
 FLOORS: dict[str, int] = {
     "core": 1,
-    "adapters": 2, "warehouse": 2, "sizing": 2,
+    "adapters": 2, "warehouse": 2, "sizing": 2, "runlogs": 2,
     "pipeline": 3,
-    "api": 4,
+    "api": 4, "runs": 4,
     "report": 5,
     "cli": 6, "flows": 6,
 }
 # Parts on one floor that must not import each other.
-SIBLINGS = [{"adapters", "warehouse", "sizing"}, {"cli", "flows"}]
+SIBLINGS = [{"adapters", "warehouse", "sizing", "runlogs"}, {"cli", "flows"}]
 # The package root: its __init__ re-exports the API, __main__ starts the CLI.
 ROOT_PART = {"__init__": "api", "__main__": "cli"}
 
@@ -68,7 +68,7 @@ def _imported_parts(path: Path) -> list[tuple[int, str]]:
         for name in names:
             bits = name.split(".")
             if bits[0] in FLOORS or bits[0] in {"pipeline", "adapters", "warehouse", "sizing",
-                                                "flows", "core", "faces"}:
+                                                "runlogs", "flows", "core", "faces"}:
                 out.append((node.lineno, f"bare:{bits[0]}"))
             elif bits[0] == "gpuscout" and len(bits) > 1:
                 out.append((node.lineno, bits[1] if bits[1] in FLOORS else "api"))
@@ -119,6 +119,7 @@ def test_no_bare_top_level_package_is_importable() -> None:
     # Tests run the installed package: the repository's folders are not on sys.path, so a
     # stray `import adapters` (or import_module("pipeline.x")) fails instead of loading a copy.
     repo = Path(__file__).resolve().parent.parent
-    for name in ("core", "faces", "adapters", "warehouse", "sizing", "pipeline", "flows"):
+    for name in ("core", "faces", "adapters", "warehouse", "sizing", "runlogs", "pipeline",
+                 "flows"):
         spec = importlib.util.find_spec(name)
         assert spec is None or repo not in Path(spec.origin or "/").parents, name

@@ -267,13 +267,47 @@ def providers(
     render(table, format, title=f"{len(rows)} providers")
 
 
-@app.command()
+runs_app = typer.Typer(
+    help="The refresh run log; and your own training runs: add, list, compare.",
+    invoke_without_command=True, cls=DeferringGroup)
+app.add_typer(runs_app, name="runs")
+# Your own runs (faces/cli/runs.py): `add` takes the job options, so all three load when chosen.
+defer(runs_app, "add", "gpuscout.cli.runs:add_command",
+      "Read training logs and store their runs: measured tokens/s and memory, the job, and\n"
+      "what gpuscout predicted for it.")
+defer(runs_app, "list", "gpuscout.cli.runs:list_command",
+      "Your stored runs: measured against what gpuscout predicted when each was added.")
+defer(runs_app, "compare", "gpuscout.cli.runs:compare_command",
+      "Your runs, measured against predicted (when added and now), and what your other runs\n"
+      "of the same GPU, framework and method correct each one's estimate to.")
+
+LimitOption = Annotated[int, typer.Option("--limit", min=1, max=MAX_ROWS)]
+
+
+@runs_app.callback()
 def runs(
-    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_ROWS)] = 20,
+    ctx: typer.Context,
+    limit: LimitOption = 20,
+    db: DbOption = None,
+    format: FormatOption = Format.table,
+) -> None:
+    """The refresh run log (`gpuscout runs`, or `runs log`); your own training runs with
+    `runs add`, `runs list` and `runs compare`."""
+    if ctx.invoked_subcommand is None:
+        _refresh_log(limit, db, format)
+
+
+@runs_app.command("log")
+def runs_log(
+    limit: LimitOption = 20,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
     """The refresh run log: per provider, status, counts, unknown labels and errors."""
+    _refresh_log(limit, db, format)
+
+
+def _refresh_log(limit: int, db: Path | None, format: Format) -> None:
     from gpuscout.cli.output import render
     from gpuscout.warehouse.connection import connect
     from gpuscout.warehouse.queries import run_named

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuscout.cli.db_option import DbOption, warehouse
 from gpuscout.cli.job_options import job_options
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.job import Job  # the command's annotation: typer reads it at start-up
@@ -22,6 +23,10 @@ GpuOpt = Annotated[str | None, typer.Option("--gpu", help="GPU id, e.g. h100-sxm
 TokensOpt = Annotated[float | None, typer.Option(
     "--tokens", help="training tokens in total (for hours)")]
 FormatOpt = Annotated[str, typer.Option("--format", help="table|json")]
+CorrectionOpt = Annotated[bool, typer.Option(
+    "--correction/--no-correction",
+    help="correct tokens/s and hours by your own runs of this GPU, framework and method "
+         "(gpuscout runs add)")]
 FitOpt = Annotated[bool, typer.Option(
     "--fit", help="with --gpu: the largest micro-batch and sequence that fit, and the changes "
                   "that make the job fit, with their memory and cost")]
@@ -54,8 +59,31 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "micro_batch_s": t.micro_batch_s if t else None,
         "hours": t.hours if t else None,
         "job": est.job.model_dump(),
+        "range": _range(est),
+        "correction": _correction(est),
         "notes": [*est.notes, *mem.notes, *(t.notes if t else extra)],
     }
+
+
+def _range(est: Estimate) -> dict[str, Any] | None:
+    u = est.uncertainty
+    if u is None:
+        return None
+    return {"regime": u.regime, "calibration_rows": u.calibration_rows, "runs": u.runs,
+            "tokens_per_s": u.tokens_per_s.model_dump(),
+            "hours": u.hours.model_dump() if u.hours else None}
+
+
+def _correction(est: Estimate) -> dict[str, Any] | None:
+    c = est.correction
+    if c is None:
+        return None
+    peak = (est.memory.peak_gb_per_gpu * c.memory_factor if c.memory_factor is not None
+            else None)
+    return {"runs": c.runs, "gpu": c.gpu_id, "framework": c.framework, "method": c.method,
+            "tokens_per_s_factor": c.factor, "model_tokens_per_s": c.model_tokens_per_s,
+            "memory_runs": c.memory_runs, "memory_factor": c.memory_factor,
+            "corrected_peak_gb_per_gpu": peak, "text": c.text}
 
 
 def _print_table(data: dict[str, Any]) -> None:
@@ -84,8 +112,31 @@ def _print_table(data: dict[str, Any]) -> None:
         if data["hours"] is not None:
             line += f", {data['hours']:,.1f} h"
         console.print(line)
+    fix = data["correction"]
+    if fix is not None:
+        console.print(fix["text"], highlight=False)
+    if data["range"] is not None:
+        console.print(_range_line(data["range"]), highlight=False)
+    if fix is not None and fix["corrected_peak_gb_per_gpu"] is not None:
+        console.print(f"peak corrected by {fix['memory_runs']} of your runs: "
+                      f"{fix['corrected_peak_gb_per_gpu']:,.2f} GB per GPU "
+                      f"(×{fix['memory_factor']:.2f})", highlight=False)
     for note in data["notes"]:
-        console.print(f"- {note}", highlight=False)
+        if fix is None or note != fix["text"]:
+            console.print(f"- {note}", highlight=False)
+
+
+def _range_line(r: dict[str, Any]) -> str:
+    tps, hours = r["tokens_per_s"], r["hours"]
+    line = f"range {tps['low']:,.0f}–{tps['high']:,.0f} tokens/s"
+    if hours is not None:
+        line += f", {hours['low']:,.1f}–{hours['high']:,.1f} h"
+    basis = (f"8 of 10 of the calibration's {r['calibration_rows']} rows of {r['regime']} "
+             "measured within it")
+    if r["runs"]:
+        basis = (f"narrowed by {r['runs']} of your runs; before them, the calibration's "
+                 f"{r['calibration_rows']} rows of {r['regime']}")
+    return f"{line} ({basis})"
 
 
 def _print_fit(advice: FitAdvice) -> None:
@@ -116,7 +167,8 @@ def _print_fit(advice: FitAdvice) -> None:
 
 @job_options()
 def estimate_command(job: Job, gpu: GpuOpt = None, tokens: TokensOpt = None,
-                     output_format: FormatOpt = "table", fit: FitOpt = False) -> None:
+                     output_format: FormatOpt = "table", fit: FitOpt = False,
+                     correction: CorrectionOpt = True, db: DbOption = None) -> None:
     """Estimate peak GPU memory (with a breakdown) and training time of a fine-tuning job."""
     from gpuscout.api import estimate
     from gpuscout.api import fit as fit_advice
@@ -125,7 +177,8 @@ def estimate_command(job: Job, gpu: GpuOpt = None, tokens: TokensOpt = None,
         raise UserInputError(f"--format {output_format!r} is not one of table|json")
     if fit and gpu is None:
         raise UserInputError("--fit needs --gpu: what fits depends on the GPU's memory")
-    data = estimate_to_dict(estimate(job, gpu=gpu, tokens=tokens))
+    data = estimate_to_dict(estimate(job, gpu=gpu, tokens=tokens, correction=correction,
+                                     db=warehouse(db)))
     advice = fit_advice(job, gpu=gpu) if fit and gpu is not None else None
     if output_format == "json":
         if advice is not None:

@@ -54,6 +54,12 @@ def recommend_command(
     limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
     explain: Annotated[bool, typer.Option(
         "--explain", help="also list cheaper offers that were rejected, and why")] = False,
+    pessimistic: Annotated[bool, typer.Option(
+        "--pessimistic", help="rank every offer at the slow end of its range (the "
+                              "calibration's spread, narrowed by your runs)")] = False,
+    correction: Annotated[bool, typer.Option(
+        "--correction/--no-correction", help="correct the machines of a GPU by your own runs "
+                                             "of it (gpuscout runs add)")] = True,
     db: DbOption = None,
     format: Annotated[TableOrJson, typer.Option("--format")] = TableOrJson.table,
 ) -> None:
@@ -71,7 +77,7 @@ def recommend_command(
         checkpoint_every_min=checkpoint_every, max_price_age_days=max_price_age or None,
         storage_gb=storage_gb, providers=provider,
         region=region, limit=limit, commitment=commitment, max_usd=max_usd,
-        min_reliability=min_reliability)
+        min_reliability=min_reliability, correction=correction, pessimistic=pessimistic)
     if format is TableOrJson.json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=1, default=str))
     else:

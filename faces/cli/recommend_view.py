@@ -29,6 +29,14 @@ def _prices(row: RankedOffer) -> str:
     return "\n".join(lines)
 
 
+def _span(row: RankedOffer, what: str) -> str:
+    """The figure's range under it: "(9.1–14.0)"."""
+    if row.range is None:
+        return ""
+    r = row.range.expected_hours if what == "hours" else row.range.total_usd
+    return f"\n({r.low:,.2f}–{r.high:,.2f})"
+
+
 def managed_table(rec: Recommendation) -> Table:
     """Managed fine-tuning beside the rented offers: per-token prices, no GPU to choose."""
     from rich.table import Table
@@ -58,8 +66,9 @@ def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
     for i, row in enumerate(rec.ranked, 1):
         table.add_row(str(i), row.provider, _shape(row), sold_as(row.term_kind,
                                                                   row.min_term_hours),
-                      _prices(row), row.price_age_label, f"{row.expected_hours:.2f}",
-                      f"{row.charged_hours:,.2f}", f"{row.total_usd:,.2f}",
+                      _prices(row), row.price_age_label,
+                      f"{row.expected_hours:.2f}" + _span(row, "hours"),
+                      f"{row.charged_hours:,.2f}", f"{row.total_usd:,.2f}" + _span(row, "usd"),
                       "\n".join(row.reasons))
     out.print(table)
     out.print(f"storage {rec.storage_gb:.1f} GB during the run, checkpoints "
@@ -67,7 +76,7 @@ def print_recommendation(rec: Recommendation, *, explain: bool) -> None:
               f"{rec.shapes_evaluated} machine shapes sized", highlight=False)
     if rec.managed:
         out.print(managed_table(rec))
-    for w in [set_aside_line(rec), *rec.price_notes, *rec.warnings]:
+    for w in [set_aside_line(rec), *rec.uncertainty_notes, *rec.price_notes, *rec.warnings]:
         out.print(f"- {w}", highlight=False)
     if not rec.ranked:
         out.print("[red]no offer can run this job[/red]: see --explain")

@@ -83,7 +83,7 @@ def report_command(
         max_price_age_days=max_price_age or None,
         storage_gb=storage_gb, providers=provider or None, region=region, limit=limit,
         commitment=policy, max_commitment_months=months, max_usd=max_usd,
-        min_reliability=min_reliability)
+        min_reliability=min_reliability, framework=job.framework)
     page = generate_report(warehouse(db) or Settings().db, out, arch, spec, request,
                            top_gpus=top_gpus, warnings=warnings)
     typer.echo(f"report written to {page}")

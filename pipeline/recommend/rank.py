@@ -34,6 +34,13 @@ import pyarrow as pa
 from gpuscout.core.catalog import Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import DataError
+from gpuscout.pipeline.measured.evidence import Evidence
+from gpuscout.pipeline.measured.offers import (
+    adjust_plans,
+    offer_range,
+    plan_key,
+    uncertainty_notes,
+)
 from gpuscout.pipeline.recommend.candidates import candidates, sql_file
 from gpuscout.pipeline.recommend.facts import use_facts
 from gpuscout.pipeline.recommend.managed import managed_quotes
@@ -125,6 +132,9 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
                   commitment=req.commitment, max_commitment_months=req.max_commitment_months,
                   max_usd=req.max_usd, min_reliability=req.min_reliability)
     plans = plan_shapes(arch, job, found.placements, req.tokens, catalog)
+    evidence = Evidence.from_connection(con) if req.correction else Evidence.none()
+    plans, adjusted = adjust_plans(plans, arch, job, req.framework, evidence, catalog,
+                                   correction=req.correction, pessimistic=req.pessimistic)
     now = req.now or now_utc()
     plan_table = plans_table(plans, checkpoint_gb=checkpoint_gb,
                              write_gbps=CHECKPOINT_WRITE_GBPS,
@@ -141,7 +151,11 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
     for row in rows:
         why = row.pop("why")
         if row["part"] == "ranked":
-            ranked.append(RankedOffer.model_validate({**row, "reasons": reasons(row, why, terms)}))
+            adj = adjusted.get(plan_key(row))
+            fix = [adj.correction.text] if adj and adj.correction else []
+            ranked.append(RankedOffer.model_validate({
+                **row, "reasons": [*reasons(row, why, terms), *fix],
+                "range": offer_range(row, why, adj) if adj else None}))
         else:
             rejected.append(RejectedOffer.model_validate(
                 {**row, "rejected_because": rejected_because(row, why, terms)}))
@@ -154,6 +168,7 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
         offers_evaluated=found.offers.num_rows, ranked=ranked, rejected_cheaper=rejected,
         price_notes=price_notes(totals, req.max_price_age_days, req),
         set_aside=picked.set_aside, folded_offers=picked.collapsed,
+        uncertainty_notes=uncertainty_notes(ranked, req.objective, req.pessimistic),
         managed=managed_quotes(arch.model_id, arch.total_params / 1e9, job.method, req.tokens),
     )
 

@@ -55,6 +55,12 @@ class RecommendRequest(BaseModel):
         "offers whose source states none are kept")
     balanced_slack: float = Field(default=BALANCED_SLACK, ge=0)
 
+    # the user's own runs (gpuscout.pipeline.measured.offers): those of the job's framework
+    # correct the machines of their GPU; pessimistic ranks at the slow end of each range
+    framework: str = "hf"
+    correction: bool = True
+    pessimistic: bool = False
+
     @model_validator(mode="after")
     def _months_with_max_months(self) -> RecommendRequest:
         if (self.commitment == "max-months") != (self.max_commitment_months is not None):

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gpuscout.core.models import TERM_UNIT_HOURS, Availability, PricingModel, TermKind, TermUnit
+from gpuscout.pipeline.measured.offers import OfferRange
 from gpuscout.pipeline.recommend.managed import ManagedQuote
 
 
@@ -75,6 +76,9 @@ class RankedOffer(BaseModel):
     stale: bool
     reasons: list[str]
     rejected_because: None = Field(default=None, description="None: a ranked offer runs the job")
+    range: OfferRange | None = Field(default=None, description="tokens/s, hours and total "
+                                     "cost at the ends of the estimate's range (the "
+                                     "calibration's spread, narrowed by your runs)")
 
     @property
     def price_age_label(self) -> str:
@@ -120,6 +124,9 @@ class Recommendation(BaseModel):
                                "row of the same machine at another host")
     price_notes: list[str] = Field(default_factory=list, description="about the prices "
                                    "ranked: replayed captures, the age limit applied")
+    uncertainty_notes: list[str] = Field(
+        default_factory=list, description="when the best offers' ranges overlap, and how the "
+        "ranking took the ranges")
     managed: list[ManagedQuote] = Field(
         default_factory=list, description="managed fine-tuning services priced per training "
         "token for this model and method, cheapest first: no GPU to rent, a row of its own kind")
