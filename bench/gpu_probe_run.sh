@@ -41,15 +41,17 @@ export PYTHONUNBUFFERED=1
 
 if command -v nvidia-smi >/dev/null; then nvidia-smi | tee "$site/nvidia-smi.txt"; fi
 mkdir -p "$DIR"
-before=$(ls "$DIR"/*.csv 2>/dev/null | wc -l)
+shopt -s nullglob
+before=("$DIR"/*.csv)
 status=0
-timeout --kill-after=10 "$LIMIT_S" "$PYTHON" -m bench.gpu_probe run --grid standard --out-dir "$DIR" "$@" \
-    2>&1 | tee "$site/probe.log" || status=$?
-latest=$(ls -t "$DIR"/*.csv 2>/dev/null | head -n 1 || true)
-if [ -z "$latest" ] || [ "$(ls "$DIR"/*.csv | wc -l)" -eq "$before" ]; then
+timeout --kill-after=10 "$LIMIT_S" "$PYTHON" -m bench.gpu_probe run --grid standard \
+    --out-dir "$DIR" "$@" 2>&1 | tee "$site/probe.log" || status=$?
+after=("$DIR"/*.csv)
+if [ "${#after[@]}" -eq "${#before[@]}" ]; then
     echo "no rows were written (exit $status)" >&2
     exit 1
 fi
+latest=$(ls -t "${after[@]}" | head -n 1)
 echo "$(($(wc -l <"$latest") - 1)) rows in $latest (exit $status)"
 if [ -n "${OUT:-}" ]; then
     stem=${latest%.csv}

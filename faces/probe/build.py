@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -64,6 +65,8 @@ def _quiet_transformers() -> None:
 
     logging.set_verbosity_error()
     logging.disable_progress_bar()
+    # transformers 5's renames (gradient_ -> activation_checkpointing) warn from inside peft
+    warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
 
 
 def _hf_config(cfg: dict[str, Any]) -> Any:
@@ -88,10 +91,12 @@ def _count(model: nn.Module) -> int:
 
 
 @contextmanager
-def _scratch() -> Iterator[Path]:
+def _scratch(need_bytes: int) -> Iterator[Path]:
+    """A scratch directory: in RAM (/dev/shm) when it has room (containers often give it only
+    64 MB), else the system's temporary directory."""
     shm = Path("/dev/shm")
-    where = tempfile.mkdtemp(prefix="gpuscout-probe-",
-                             dir=shm if shm.is_dir() else None)
+    roomy = shm.is_dir() and shutil.disk_usage(shm).free > 1.2 * need_bytes
+    where = tempfile.mkdtemp(prefix="gpuscout-probe-", dir=shm if roomy else None)
     try:
         yield Path(where)
     finally:
@@ -161,9 +166,9 @@ def _load_4bit(config: Any, device: torch.device) -> tuple[Any, int]:
     quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                bnb_4bit_use_double_quant=True,
                                bnb_4bit_compute_dtype=torch.bfloat16)
-    with _scratch() as where:
-        dense = _hf_model(config, device)
-        params = _count(dense)
+    dense = _hf_model(config, device)
+    params = _count(dense)
+    with _scratch(2 * params) as where:  # bf16
         dense.save_pretrained(where)
         del dense
         if device.type == "cuda":
