@@ -138,7 +138,7 @@ def to_row(result: Result, env: Env, grid: Grid, source: str) -> dict[str, str]:
     return {
         "source": source,
         "model": p.arch.model_id,
-        "params_b": f"{params_b:.3f}",
+        "params_b": f"{params_b:.4g}",
         "method": p.method,
         "lora_rank": str(grid.lora_rank) if lora else "",
         "lora_targets": "all-linear (q,k,v,o,gate,up,down)" if lora else "",
