@@ -5,8 +5,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DB     ?= var/gpuscout.duckdb
 EXTRAS ?= dev,flows
+# The probe extra's PyTorch here and in CI: the CPU wheel the machine keeps (an unpinned
+# `torch` would resolve to a multi-GB CUDA build).
+TORCH  ?= torch==2.13.0
 
-.PHONY: install demo test lint typecheck bench clean
+.PHONY: install install-probe demo test lint typecheck bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +18,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# `gpuscout probe` and its CPU test (tests/probe): PyTorch, transformers, peft
+install-probe: install
+	$(BIN)/python -m pip install --quiet -e '.[probe]' '$(TORCH)'
 
 demo: install
 	$(BIN)/gpuscout refresh --offline --db $(DB)

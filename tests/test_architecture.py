@@ -21,7 +21,7 @@ FLOORS: dict[str, int] = {
     "adapters": 2, "warehouse": 2, "sizing": 2, "runlogs": 2,
     "pipeline": 3,
     "api": 4, "runs": 4,
-    "report": 5,
+    "report": 5, "probe": 5,
     "cli": 6, "flows": 6,
 }
 # Parts on one floor that must not import each other.

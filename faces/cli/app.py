@@ -19,6 +19,7 @@ import typer
 from gpuscout.cli.db_option import DbOption, remember, warehouse
 from gpuscout.cli.deferred import DeferringGroup, defer
 from gpuscout.cli.output import Format
+from gpuscout.cli.probe import probe_command
 from gpuscout.core.errors import GpuscoutError, UserInputError
 
 app = typer.Typer(
@@ -319,6 +320,7 @@ def _refresh_log(limit: int, db: Path | None, format: Format) -> None:
 defer(app, "recommend", "gpuscout.cli.recommend:recommend_command",
       "Rank the current offers by the whole cost (or time) of your fine-tuning run, with "
       "reasons.")
+app.command("probe")(probe_command)  # PyTorch loads only when it runs (the `probe` extra)
 
 
 @gpus_app.callback()
