@@ -19,6 +19,7 @@ PROVIDERS: dict[str, str] = {
     "crusoe": "crusoe",
     "cudo": "cudo",
     "datacrunch": "datacrunch",
+    "daytona": "daytona",
     "digitalocean": "digitalocean",
     "e2e": "e2e",
     "fluidstack": "fluidstack",
