@@ -24,6 +24,7 @@ PROVIDERS: dict[str, str] = {
     "e2e": "e2e",
     "fluidstack": "fluidstack",
     "gcp": "gcp",
+    "gpuai": "gpuai",
     "hotaisle": "hotaisle",
     "hyperbolic": "hyperbolic",
     "hyperstack": "hyperstack",
