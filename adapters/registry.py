@@ -44,6 +44,7 @@ PROVIDERS: dict[str, str] = {
     "seeweb": "seeweb",
     "shadeform": "shadeform",
     "tensordock": "tensordock",
+    "together": "together",
     "vastai": "vastai",
     "voltagepark": "voltagepark",
     "vultr": "vultr",
