@@ -44,6 +44,7 @@ PROVIDERS: dict[str, str] = {
     "seeweb": "seeweb",
     "shadeform": "shadeform",
     "tensordock": "tensordock",
+    "tensorpool": "tensorpool",
     "together": "together",
     "vastai": "vastai",
     "voltagepark": "voltagepark",
