@@ -20,6 +20,7 @@ PROVIDERS: dict[str, str] = {
     "cudo": "cudo",
     "datacrunch": "datacrunch",
     "daytona": "daytona",
+    "deepinfra": "deepinfra",
     "digitalocean": "digitalocean",
     "e2e": "e2e",
     "fluidstack": "fluidstack",
