@@ -23,6 +23,7 @@ PROVIDERS: dict[str, str] = {
     "deepinfra": "deepinfra",
     "digitalocean": "digitalocean",
     "e2e": "e2e",
+    "fal": "fal",
     "fluidstack": "fluidstack",
     "gcp": "gcp",
     "gpuai": "gpuai",
