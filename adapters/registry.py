@@ -44,6 +44,7 @@ PROVIDERS: dict[str, str] = {
     "runpod": "runpod",
     "scaleway": "scaleway",
     "seeweb": "seeweb",
+    "sesterce": "sesterce",
     "shadeform": "shadeform",
     "tensordock": "tensordock",
     "tensorpool": "tensorpool",
