@@ -15,6 +15,7 @@ PROVIDERS: dict[str, str] = {
     "aws": "aws",
     "azure": "azure",
     "civo": "civo",
+    "computepulse": "computepulse",
     "coreweave": "coreweave",
     "crusoe": "crusoe",
     "cudo": "cudo",
