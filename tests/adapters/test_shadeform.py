@@ -37,9 +37,10 @@ GPU_IDS = {"A6000 pcie": "rtx-a6000-48gb", "A100_80G pcie": "a100-pcie-80gb",
            "L4 pcie": "l4-24gb", "H200 sxm5": "h200-sxm-141gb", "H100 sxm5": "h100-sxm-80gb",
            "L40 pcie": "l40-48gb", "A100 sxm4": "a100-sxm-40gb",
            "RTX5090 pcie": "rtx-5090-32gb", "B300 sxm6": "b300-sxm-288gb",
-           "H100_nvl": "h100-nvl-94gb"}
-# Shadeform says "pcie" for these, which no GPU of theirs is in the catalog: reported unknown.
-UNKNOWN = frozenset({"GH200 pcie", "GAUDI2 pcie"})
+           "H100_nvl": "h100-nvl-94gb",
+           # Shadeform says "pcie" for these, which no form of theirs is: alias rows say which
+           "GH200 pcie": "gh200-96gb", "GAUDI2 pcie": "gaudi2-96gb"}
+UNKNOWN: frozenset[str] = frozenset()
 
 
 def _snapshot() -> Capture:
