@@ -305,23 +305,22 @@ def _write_session(real: Path, seal_rows: int) -> Iterator[duckdb.DuckDBPyConnec
         raise DataError(f"cannot copy the warehouse to {staging}: {_why(exc)}; the warehouse "
                         "is unchanged") from exc
     con = _open(str(staging), read_only=False)
-    try:
+    with _discarding(con, staging, real):  # the session's own steps: failures are named
         check_ownership(con, str(real))
         migrate(con)
         segments.discard_unlisted(con, real)  # a killed writer's unpublished segment
         segments.point_view(con, real)
+    try:
         yield con
+    except BaseException:  # the caller's error, as it is: nothing is published
+        con.close()
+        _discard(staging)
+        raise
+    with _discarding(con, staging, real):
         with suppress(duckdb.Error):  # the body left a transaction open: it is rolled back
             con.execute("ROLLBACK")
         sealed = segments.seal(con, real, min_rows=seal_rows)
         con.execute("CHECKPOINT")
-    except BaseException as exc:
-        con.close()
-        _discard(staging)
-        if isinstance(exc, duckdb.Error | OSError):
-            raise DataError(f"writing the warehouse {real} failed ({_failure(exc)}); nothing "
-                            "was published, the warehouse is unchanged") from exc
-        raise
     con.close()
     try:
         _publish(_compacted(staging) if sealed else staging, real)
@@ -329,6 +328,21 @@ def _write_session(real: Path, seal_rows: int) -> Iterator[duckdb.DuckDBPyConnec
         _discard(staging)
         raise DataError(f"publishing the warehouse {real} failed ({_failure(exc)}); the "
                         "warehouse is unchanged") from exc
+
+
+@contextmanager
+def _discarding(con: duckdb.DuckDBPyConnection, staging: Path, real: Path) -> Iterator[None]:
+    """A step of the session itself: if it fails, the copy is deleted and a database or OS
+    error becomes one DataError line."""
+    try:
+        yield
+    except BaseException as exc:
+        con.close()
+        _discard(staging)
+        if isinstance(exc, duckdb.Error | OSError):
+            raise DataError(f"writing the warehouse {real} failed ({_failure(exc)}); nothing "
+                            "was published, the warehouse is unchanged") from exc
+        raise
 
 
 def _failure(exc: BaseException) -> str:
