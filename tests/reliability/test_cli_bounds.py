@@ -32,6 +32,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (["recommend", *JOB, "--tokens", "1e6", "--epochs", "2"], "--epochs multiplies"),
     (["estimate", *JOB, "--gpu", "l4", "--tokens", "nan"], "between 1 and"),
     (["gpus", "resolve", "nosuch", "H100"], "unknown provider 'nosuch'"),
+    (["estimate", "--params", "1e308", "--method", "lora"], "over the limit"),
+    (["estimate", "--params", "nan", "--method", "lora"], "--params"),
+    (["estimate", "--config", "/dev/zero", "--method", "lora"], "not a regular file"),
     (["report", "--out", "/proc/nope"], "cannot write the report"),
 ])
 def test_nonsense_is_one_line_and_exit_2(db: Path, args: list[str], says: str,
@@ -69,3 +72,11 @@ def test_an_unexpected_failure_is_one_line_and_exit_1(db: Path,
     assert code == 1
     line = one_line(err)
     assert "OSError: Input/output error: /dev/stdout" in line and "GPUSCOUT_DEBUG=1" in line
+
+
+def test_a_binary_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.json"
+    config.write_bytes(bytes(range(256)) * 8)
+    code, _, err = cli(monkeypatch, capsys, "estimate", "--config", str(config))
+    assert code == 2 and "cannot read" in one_line(err)
