@@ -104,7 +104,7 @@ def refresh(
 
         render(pa.Table.from_pylist([r.model_dump() for r in report.providers]), format)
     # 0: every provider loaded (a partial load says what it held back in its `error`);
-    # 3: some provider kept its last good data (failed, refused, skipped); 1: none loaded.
+    # 3: some provider kept its last good data (failed, refused, drift, skipped); 1: none loaded.
     if report.status == "failed":
         raise typer.Exit(code=1)
     if report.not_loaded:

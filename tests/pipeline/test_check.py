@@ -61,7 +61,12 @@ def test_a_changed_format_and_an_unreachable_source_are_named(tmp_path: Path) ->
 def test_fewer_offers_than_the_last_good_refresh_is_called_out(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     refresh(["lambda"], db=db, source=Source.offline())
-    with connect(db) as con:  # pretend the last good refresh had many more offers
+    with connect(db) as con:  # pretend the last good refresh had more offers
+        con.execute("UPDATE refresh_run_log SET offers_loaded = 7 WHERE provider = 'lambda'")
+    (lam,) = check(["lambda"], source=Source.offline(), db=db).providers
+    assert lam.verdict == "shrunk" and lam.detail == "5 offers, 7 at the last good refresh"
+    with connect(db) as con:  # many more: a refresh would hold it back as drift
         con.execute("UPDATE refresh_run_log SET offers_loaded = 1000 WHERE provider = 'lambda'")
     (lam,) = check(["lambda"], source=Source.offline(), db=db).providers
-    assert lam.verdict == "shrunk" and "1000" in (lam.detail or "")
+    assert lam.verdict == "drift" and lam.detail == (
+        "drift: offer count collapsed: 5 vs 1000 in the last good refresh (threshold 50%)")

@@ -553,8 +553,8 @@ _expect("fails_half_way",
         sliced_json=Expect("ok", f"{_INCOMPLETE}.*RemoteProtocolError"),
         graphql=Expect("failed", "RemoteProtocolError"),
         html_page=Expect("failed", "RemoteProtocolError"),
-        # Without the spot feed, AWS has its one on-demand offer left: a collapse, refused.
-        bulk_csv=Expect("refused", "collapsed.*not read.*HTTP 503"))
+        # Without the spot feed, AWS has its one on-demand offer left: a collapse, drift.
+        bulk_csv=Expect("drift", "collapsed.*not read.*HTTP 503"))
 _expect("price_zero",
         paginated_json=Expect("ok", _KEPT, "hourly_price is not a price: 0"),
         sliced_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price: 0"),
