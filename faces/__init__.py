@@ -1,8 +1,8 @@
 """gpuscout: GPU cloud offers, their price history, and the one that runs your job best.
 
 The Python API (see `gpuscout.api`): `refresh`, `offers`, `estimate`, `fit`, `recommend`,
-`sql` and `export`, with `Job` for the job options. Names load on first use, so `import
-gpuscout` (and the CLI's start-up) stays cheap.
+`sql`, `export` and `provider_health`, with `Job` for the job options. Names load on first
+use, so `import gpuscout` (and the CLI's start-up) stays cheap.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ if TYPE_CHECKING:
         fit,
         offers,
         offers_table,
+        provider_health,
         recommend,
         refresh,
         sql,
     )
     from gpuscout.core.errors import DataError, GpuscoutError, UserInputError
+    from gpuscout.pipeline.health import ProviderHealth
     from gpuscout.pipeline.recommend import RankedOffer, Recommendation, RejectedOffer
     from gpuscout.pipeline.refresh import RunReport
     from gpuscout.sizing.job import Job
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
 
 _HOME = {
     **dict.fromkeys(["CurrentOffer", "check", "estimate", "export", "fit", "offers",
-                     "offers_table",
+                     "offers_table", "provider_health",
                      "recommend", "refresh", "sql"], "gpuscout.api"),
+    "ProviderHealth": "gpuscout.pipeline.health",
     **dict.fromkeys(["DataError", "GpuscoutError", "UserInputError"], "gpuscout.core.errors"),
     **dict.fromkeys(["RankedOffer", "Recommendation", "RejectedOffer"],
                     "gpuscout.pipeline.recommend"),
@@ -41,10 +44,10 @@ _HOME = {
     "Estimate": "gpuscout.sizing.types",
 }
 __all__ = [
-    "CurrentOffer", "DataError", "Estimate", "GpuscoutError", "Job", "RankedOffer",
-    "Recommendation", "RejectedOffer", "RunReport", "UserInputError", "check", "estimate",
-    "export", "fit",
-    "offers", "offers_table", "recommend", "refresh", "sql",
+    "CurrentOffer", "DataError", "Estimate", "GpuscoutError", "Job", "ProviderHealth",
+    "RankedOffer", "Recommendation", "RejectedOffer", "RunReport", "UserInputError", "check",
+    "estimate", "export", "fit",
+    "offers", "offers_table", "provider_health", "recommend", "refresh", "sql",
 ]
 
 
