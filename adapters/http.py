@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,7 +47,18 @@ from gpuscout.adapters.redaction import (
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import AdapterError, FetchError
 
-USER_AGENT = "gpuscout/0.1 (GPU price inventory; python-httpx)"
+
+def _user_agent() -> str:
+    """`gpuscout/<version> (GPU price inventory)`: names the tool and its version, and no
+    HTTP library (some hosts refuse Python clients' user agents outright)."""
+    try:
+        version = metadata.version("gpuscout")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        version = "0"
+    return f"gpuscout/{version} (GPU price inventory)"
+
+
+USER_AGENT = _user_agent()
 # httpx logs every request URL (INFO): masked like everything else that is kept.
 logging.getLogger("httpx").addFilter(RedactingLogFilter())
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
@@ -116,6 +128,9 @@ class HttpClient:
         self._client = httpx.Client(transport=transport, timeout=timeout,
                                     headers={"User-Agent": USER_AGENT}, follow_redirects=True)
         self.requests_made = 0
+        # `pace` waits only on the network: a replay or a test's transport is no server to spare.
+        self._paced = transport is None
+        self._last_sent: float | None = None
         # Every FetchError this client raised, including those an adapter caught to go on
         # without that part (AWS skips a region file it cannot read): the refresh names them in
         # the run log when the result is incomplete.
@@ -161,6 +176,19 @@ class HttpClient:
                 raise FetchError(f"HTTP {response.status_code}", provider=self.provider,
                                  url=shown_url, transient=False, status=response.status_code)
             return self._record_streamed(response, shown_url, body)
+
+    def pace(self, seconds: float) -> None:
+        """Wait until `seconds` have passed since this client's last request (on the network
+        only): for a source that refuses bursts."""
+        if self._paced and self._last_sent is not None:
+            wait = seconds - (time.monotonic() - self._last_sent)
+            if wait > 0:
+                self._sleep(wait)
+
+    def note(self, error: FetchError) -> None:
+        """Record a failure the adapter found without raising (a listing it had to stop
+        reading): the refresh names it in the run log like the client's own."""
+        self.errors.append(error)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -215,6 +243,7 @@ class HttpClient:
 
     def _send_once(self, request: httpx.Request) -> httpx.Response:
         self.requests_made += 1
+        self._last_sent = time.monotonic()
         response = self._client.send(request)
         response.read()  # a truncated body raises httpx.RemoteProtocolError here: transient
         if response.status_code in TRANSIENT_STATUS:
@@ -224,6 +253,7 @@ class HttpClient:
     def _download_once(self, request: httpx.Request) -> tuple[httpx.Response,
                                                                _StreamedBody | None]:
         self.requests_made += 1
+        self._last_sent = time.monotonic()
         response = self._client.send(request, stream=True)
         try:
             if response.status_code >= 400:

@@ -23,6 +23,15 @@ Reading rules:
 - `stock_level` high / medium is in stock, low is low, unavailable is out of stock; a priced
   region can be out of stock. `memory.total` is read as GB. Cores are not vCPUs: the CPU goes
   into `provider_data`, as do the drives and NICs.
+- Two spellings: between 2026-09-21 and 2026-09-22 the page renamed five keys to camelCase
+  (`vram_per_gpu` -> `vramPerGpu`, `in_stock` -> `inStock`, `stock_level` -> `stockLevel`,
+  `deploys_instantly` -> `deploysInstantly`, `available_operating_systems` ->
+  `availableOperatingSystems`; markrusch/Compute-Indices `collectors/computable_sources.py`
+  `LATITUDE_KEY_RENAMES`@065c263, checked against the live page 2026-09-25). Each key read here
+  is read under either spelling.
+- A GPU plan states its VRAM: an offer of a plan without a positive `vram_per_gpu` is a reject
+  (its offer stays open), never an offer with the VRAM left out. When every plan lost it, every
+  row is refused and the refresh's drift gate holds the result back (pipeline/quality.py).
 - "HGX" in the GPU type is an NVSwitch board; one GPU is `single`. `gpu.interconnect` (such as
   "800Gbps Dual Plane RoCE") is the machine's network when it names RoCE or InfiniBand.
 """
@@ -255,10 +264,14 @@ def _offer(capture: Capture, plan: dict[str, Any], region: dict[str, Any], *, ke
     for cur, value in sorted(amounts.items()):
         if cur != CURRENCY:
             data[f"price_{cur.lower()}_per_{'hour' if period is None else 'term'}"] = value
-    stock = stripped_text(region.get("stock_level"))
+    vram = _either(gpu, "vram_per_gpu")
+    if positive_number(vram) is None:
+        return _reject(f"GPU plan without VRAM: {key.split('|', 1)[0]} has no positive "
+                       f"vram_per_gpu or vramPerGpu ({vram!r})", region, key)
+    stock = stripped_text(_either(region, "stock_level"))
     locations = as_dict(region.get("locations"))
     data.update(stock_level=stock, sites=_codes(locations.get("available")),
-                sites_in_stock=_codes(locations.get("in_stock")), cpu=_cpu(specs),
+                sites_in_stock=_codes(_either(locations, "in_stock")), cpu=_cpu(specs),
                 drives=_parts(specs.get("drives"), "size"), nics=_parts(specs.get("nics")))
     fabric, fabric_gbps = _network(gpu.get("interconnect"))
     if isinstance(gpu.get("interconnect"), str):
@@ -266,8 +279,7 @@ def _offer(capture: Capture, plan: dict[str, Any], region: dict[str, Any], *, ke
     try:
         return ParsedOffer(
             provider=NAME, offer_key=key, instance_type=stripped_text(plan.get("name")),
-            gpu_label=label, gpu_count=count,
-            vram_gb_per_gpu=positive_number(gpu.get("vram_per_gpu")),
+            gpu_label=label, gpu_count=count, vram_gb_per_gpu=positive_number(vram),
             pricing_model=model, price_per_hour=round(amount / hours, 6), currency=CURRENCY,
             price_kind=PriceKind.LISTED if period is None else PriceKind.DERIVED,
             region=region_name,
@@ -281,6 +293,14 @@ def _offer(capture: Capture, plan: dict[str, Any], region: dict[str, Any], *, ke
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+def _either(record: dict[str, Any], snake: str) -> Any:
+    """`record[snake]`, or the same key in the page's camelCase spelling since 2026-09-22."""
+    if snake in record:
+        return record[snake]
+    head, *rest = snake.split("_")
+    return record.get(head + "".join(word.capitalize() for word in rest))
 
 
 def _interconnect(label: str, count: int) -> Interconnect | None:

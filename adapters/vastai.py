@@ -1,25 +1,36 @@
 """Vast.ai: marketplace asks from the public offer search (`/api/v0/bundles/`), aggregated.
 
-The request is the one Vast.ai's own client sends for `vastai search offers -n -o dph
---limit 3000 rentable=true`: `POST https://console.vast.ai/api/v0/bundles/` with a JSON body of
-filters (`{"<field>": {"<op>": value}}`) plus `order` (a list of `[field, "asc"|"desc"]`),
-`type`, `limit` and `allocated_storage` (vast-ai/vast-cli@55679830 `vastai/api/offers.py`
-`search_offers` and `vastai/cli/commands/offers.py` `search__offers`, 2026-07/08; the same body
-in vast-ai/vast-python@b25bd952 `vast.py` `search__offers`, 2024-12-13; body fields in
-vast-ai/docs@c6246226 `api-reference/openapi/yaml/search_offers.yaml`). `allocated_storage` is
-the CLI's default 5 GiB: `dph_total` includes the storage charge for that much disk (the
-server's own default is documented as 8 GB), so it is pinned rather than left to the server.
+The server clamps every answer: asked for 400 asks it returned 64 (getcomputable/gpu-index
+`observatory/sources/vast.py@80432d5`, measured 2026-08-22), and one cheapest-first search of the
+whole marketplace came back as "the cheapest slice of the whole marketplace, which is consumer
+cards" (markrusch/Compute-Indices `collectors/vast_ai.py@28a2e76`, 2026-09-11). A short answer is
+therefore no proof of the end of a listing, and the marketplace is read in slices, each paged
+below the clamp until the server says it is done:
 
-One response is capped at `limit` asks. Asks are ordered by `dph_total` ascending, and a page
-that fills the limit is followed by the next one from a price cursor: the same body plus
-`"dph_total": {"gte": <last price of the page>}`, until a page comes back shorter than the
-limit. `gte`, not `gt`: asks tied at the cursor price that the cap cut off come back on the
-next page; the ones seen twice are the same ask id and are counted once. The cheapest asks are
-on the first page, so no GPU's lowest ask is cut; a search that cannot be paged to its end
-(a full page not ordered by price, all at one price, without ids, or more than `MAX_PAGES`
-pages) is a FetchError, and a page that fails fails the whole fetch: never a cut list taken as
-the marketplace. Offline, the bundled snapshot answers the first page; it is shorter than the
-limit, so that is the only request.
+- Slices: one per GPU name in `SLICE_NAMES` (`gpu_name eq`), the datacenter cards the public
+  collectors read one by one, then everything else (`gpu_name notin` those names). Together
+  they cover every ask once; `notin` is an operator of Vast.ai's query language
+  (vast-ai/vast-cli@55679830 `vast.py` `search__offers` and `tests/test_unparse_query.py`).
+- Pages: `limit` is `LIMIT` (50), below the clamp (`CLAMP`, 64), as both collectors keep it. A
+  page holding `min(limit, CLAMP)` asks or more is full, so possibly cut: it is followed by the
+  next one from a price cursor, the same query plus `"dph_total": {"gte": <last price>}`, until
+  a page comes back shorter. `gte`, not `gt`: asks tied at the cursor that the page cut off come
+  back on the next page; the ones seen twice are the same ask id and are counted once.
+- The query travels as `GET /api/v0/bundles/?q=<JSON>`, the form both collectors run live (and
+  the one behind the bundled recording) rather than the client's POST of the same JSON: the URL
+  then records which slice and page a response answers, so `parse()` can tell from the captures
+  alone whether every slice was read to its end. The JSON is the client's search body
+  (vast-cli `vastai/api/offers.py` `search_offers`): filters `{"<field>": {"<op>": value}}`,
+  `order` `[["dph_total", "asc"]]`, `type` on-demand, `limit`, and `allocated_storage` 5 GiB (the
+  client's default: `dph_total` includes the storage charge for that much disk).
+
+A listing is complete only when every slice of the plan ended on a short page. A slice that
+failed, that could not be paged on (a full page not ordered by price, all at one price, or
+without ask ids), that hit `MAX_PAGES`, or a whole-marketplace answer of an older archive (no
+slice in its URL, so possibly clamped) makes the result incomplete: its asks are loaded, nothing
+vanished is closed. A failed slice does not stop the others; when every slice failed the fetch
+fails. Offline, the bundled recording answers the eight named slices, not the rest of the
+marketplace, so the offline listing is (truthfully) incomplete.
 
 A marketplace answers with thousands of individual asks (one host, one machine, one price) that
 come and go every night. Keeping each ask as an offer would make price history a list of
@@ -56,6 +67,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import ValidationError
 
@@ -82,11 +94,18 @@ from gpuscout.core.models import (
 )
 
 BUNDLES_URL = "https://console.vast.ai/api/v0/bundles/"
-# Asks per page: the limit gpuhunt asks of the same endpoint.
-LIMIT = 3000
-# 60,000 asks: far above the marketplace's size, low enough to stop a cursor that never ends.
-MAX_PAGES = 20
-# Every rentable on-demand ask, cheapest first (the client's `-o dph`: dph -> dph_total, asc).
+# Asks in one answer at most, whatever `limit` asks for (module docstring).
+CLAMP = 64
+# Asks per page: below the clamp, so that a clamped answer is a full page, never a last one.
+LIMIT = 50
+# Pages of one slice: 5,000 asks, far above any one GPU's; stops a cursor that never ends.
+MAX_PAGES = 100
+# Seconds between requests on the network: a burst drew a 429 (gpu-index, 2026-08-22).
+SPACING_S = 0.75
+# The GPU names read one slice each, before the rest of the marketplace (module docstring).
+SLICE_NAMES: tuple[str, ...] = ("B200", "H200", "H100 SXM", "H100 NVL", "H100 PCIE",
+                                "A100 SXM4", "A100 PCIE", "L40S")
+# Every rentable on-demand ask of a slice, cheapest first (the client's `-o dph`).
 QUERY: dict[str, Any] = {"rentable": {"eq": True}, "type": "on-demand",
                          "order": [["dph_total", "asc"]], "limit": LIMIT,
                          "allocated_storage": 5.0}
@@ -102,6 +121,8 @@ OFFER_FIELDS = (*REQUIRED, "min_bid", "geolocation", "gpu_frac", "cpu_ram",
                 "cpu_cores_effective", "disk_space")
 MIB = 2**20
 
+GpuFilter = dict[str, Any]  # the `gpu_name` filter of one slice: {"eq": name} or {"notin": [...]}
+
 
 @dataclass(frozen=True)
 class _Ask:
@@ -113,27 +134,81 @@ class _Ask:
     capture: Capture
 
 
+class _Unpageable(Exception):
+    """A full page that paging on from its last price could lose asks after."""
+
+
+def slices() -> list[GpuFilter]:
+    """The plan: one slice per named GPU, then every other GPU name."""
+    return [*({"eq": name} for name in SLICE_NAMES), {"notin": list(SLICE_NAMES)}]
+
+
+def page_query(gpu_filter: GpuFilter, cursor: float | None = None) -> dict[str, Any]:
+    """The search of one page: QUERY for the slice, from the price `cursor` on when given."""
+    query = {**QUERY, "gpu_name": gpu_filter}
+    return query if cursor is None else {**query, "dph_total": {"gte": cursor}}
+
+
 def fetch(client: HttpClient, creds: Mapping[str, str]) -> list[Capture]:
-    """Every page of the price-ordered search, one capture each (module docstring)."""
+    """Every page of every slice, one capture each (module docstring)."""
     key = creds.get("VAST_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else None
     captures: list[Capture] = []
+    failed: list[FetchError] = []
+    for gpu_filter in slices():
+        try:
+            captures += _read_slice(client, gpu_filter, headers)
+        except FetchError as exc:  # noted by the client; parse() finds the slice unread
+            failed.append(exc)
+    if failed and not captures:
+        raise failed[0]  # nothing read at all: the search is down or refuses us
+    return captures
+
+
+def _read_slice(client: HttpClient, gpu_filter: GpuFilter,
+                headers: Mapping[str, str] | None) -> list[Capture]:
+    """The pages of one slice until a short one; a page that fails ends it (FetchError) with
+    the pages before it kept (the client notes the error)."""
+    pages: list[Capture] = []
     cursor: float | None = None
-    while len(captures) < MAX_PAGES:
-        capture = client.post_json(BUNDLES_URL, page_query(cursor), headers=headers)
-        captures.append(capture)
-        asks = _page_asks(capture)
-        if asks is None or len(asks) < LIMIT:
-            return captures  # the last page (one parse() cannot read is its ParseError)
-        cursor = _next_cursor(asks, cursor, capture, len(captures))
-    raise FetchError(f"the search still fills {LIMIT} asks a page after {MAX_PAGES} pages: "
-                     "the marketplace would be cut", provider=NAME, url=BUNDLES_URL,
-                     transient=False)
+    while True:
+        client.pace(SPACING_S)
+        try:
+            pages.append(client.get(BUNDLES_URL, headers=headers,
+                                    params={"q": _encode(page_query(gpu_filter, cursor))}))
+        except FetchError:
+            if not pages:
+                raise
+            return pages  # the slice's last page is full: parse() reads it as cut
+        asks = _page_asks(pages[-1])
+        if asks is None or not _full(len(asks), LIMIT):
+            return pages  # the last page (one parse() cannot read is its ParseError)
+        if len(pages) == MAX_PAGES:
+            client.note(FetchError(f"the {_slice_name(gpu_filter)} slice still fills {LIMIT} "
+                                   f"asks a page after {MAX_PAGES} pages: it is read as cut",
+                                   provider=NAME, url=pages[-1].url, transient=False))
+            return pages
+        try:
+            cursor = _next_cursor(asks, cursor)
+        except _Unpageable as why:
+            client.note(FetchError(f"page {len(pages)} of the {_slice_name(gpu_filter)} slice "
+                                   f"holds {len(asks)} asks (a full page) but {why}: the slice "
+                                   "is read as cut", provider=NAME, url=pages[-1].url,
+                                   transient=False))
+            return pages
 
 
-def page_query(cursor: float | None) -> dict[str, Any]:
-    """The request body: QUERY, from the price `cursor` on when one is given."""
-    return {**QUERY} if cursor is None else {**QUERY, "dph_total": {"gte": cursor}}
+def _encode(query: Mapping[str, Any]) -> str:
+    return json.dumps(query, separators=(",", ":"), sort_keys=True)
+
+
+def _full(asks: int, limit: int) -> bool:
+    """A page that may have been cut: as many asks as asked for, or as the clamp allows."""
+    return asks >= min(limit, CLAMP)
+
+
+def _slice_name(gpu_filter: GpuFilter) -> str:
+    return str(gpu_filter["eq"]) if "eq" in gpu_filter else "other GPUs'"
 
 
 def _page_asks(capture: Capture) -> list[Any] | None:
@@ -147,24 +222,19 @@ def _page_asks(capture: Capture) -> list[Any] | None:
     return asks if isinstance(asks, list) else None
 
 
-def _next_cursor(asks: list[Any], cursor: float | None, capture: Capture, page: int) -> float:
+def _next_cursor(asks: list[Any], cursor: float | None) -> float:
     """The last price of a full page, checked so that paging from it loses no ask."""
-    def fail(why: str) -> FetchError:
-        return FetchError(f"page {page} holds {len(asks)} asks (the limit) but {why}: the "
-                          "search cannot be paged to its end", provider=NAME, url=capture.url,
-                          transient=False)
-
     prices = [positive_number(a.get("dph_total")) if isinstance(a, dict) else None
               for a in asks]
     if any(p is None for p in prices):
-        raise fail("not every ask has a positive dph_total")
+        raise _Unpageable("not every ask has a positive dph_total")
     ordered = [p for p in prices if p is not None]
     if any(later < earlier for earlier, later in pairwise(ordered)):
-        raise fail("its asks are not ordered by dph_total")
+        raise _Unpageable("its asks are not ordered by dph_total")
     if any(_ask_id(a) is None for a in asks):
-        raise fail("not every ask has an id to tell the next page's repeats")
+        raise _Unpageable("not every ask has an id to tell the next page's repeats")
     if cursor is not None and ordered[-1] <= cursor:
-        raise fail(f"every ask is at ${cursor}/h, where the page started")
+        raise _Unpageable(f"every ask is at ${cursor}/h, where the page started")
     return ordered[-1]
 
 
@@ -172,7 +242,8 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
     groups: dict[tuple[str, int, int, str | None, PricingModel], list[tuple[float, _Ask]]]
     groups = defaultdict(list)
     rejects: list[Reject] = []
-    rows = [(raw, capture) for capture in captures for raw in _asks(capture)]
+    pages = [(capture, _asks(capture)) for capture in captures]
+    rows = [(raw, capture) for capture, asks in pages for raw in asks]
     twice = _conflicting_ids(raw for raw, _ in rows)
     seen: set[int | str] = set()
     for raw, capture in rows:
@@ -201,7 +272,38 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
         _offer(name, count, vram, country, model, sorted(asks, key=lambda a: a[0]))
         for (name, count, vram, country, model), asks in sorted(groups.items(),
                                                                 key=_group_order))
-    return ParseResult(offers=offers, rejects=[*rejects, *bad])
+    return ParseResult(offers=offers, rejects=[*rejects, *bad], complete=_read_to_the_end(pages))
+
+
+def _read_to_the_end(pages: Sequence[tuple[Capture, list[Any]]]) -> bool:
+    """True when every slice of the plan ended on a short page (module docstring)."""
+    last: dict[str, tuple[float, int, int]] = {}  # slice -> (cursor, asks, limit) of its last page
+    for capture, asks in pages:
+        query = _query(capture)
+        if query is None or not isinstance(query.get("gpu_name"), dict):
+            return False  # the whole marketplace in one answer: possibly clamped
+        key = _encode(query["gpu_name"])
+        cursor = finite_number(query["dph_total"].get("gte")) \
+            if isinstance(query.get("dph_total"), dict) else None
+        at = float("-inf") if cursor is None else cursor
+        limit = query.get("limit")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else CLAMP
+        if key not in last or at >= last[key][0]:
+            last[key] = (at, len(asks), limit)
+    plan = {_encode(gpu_filter) for gpu_filter in slices()}
+    return plan <= last.keys() and not any(_full(n, limit) for _, n, limit in last.values())
+
+
+def _query(capture: Capture) -> dict[str, Any] | None:
+    """The search a page answers, from its URL (`?q=<JSON>`); None for a POSTed search."""
+    values = parse_qs(urlsplit(capture.url).query).get("q")
+    if not values:
+        return None
+    try:
+        query = json.loads(values[-1])
+    except ValueError:
+        return None
+    return query if isinstance(query, dict) else None
 
 
 def _ask_id(raw: dict[str, Any]) -> int | str | None:

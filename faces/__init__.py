@@ -1,9 +1,9 @@
 """gpuscout: GPU cloud offers, their price history, and the one that runs your job best.
 
 The Python API (see `gpuscout.api`): `refresh`, `offers`, `estimate`, `fit`, `recommend`,
-`provider_checklist`, `sql` and `export`, with `Job` for the job options, and `gpuscout.runs`
-for your own runs. Names load on first use, so `import gpuscout` (and the CLI's start-up) stays
-cheap.
+`provider_checklist`, `provider_health`, `sql` and `export`, with `Job` for the job options,
+and `gpuscout.runs` for your own runs. Names load on first use, so `import gpuscout` (and the
+CLI's start-up) stays cheap.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ if TYPE_CHECKING:
         offers,
         offers_table,
         provider_checklist,
+        provider_health,
         recommend,
         refresh,
         sql,
     )
     from gpuscout.core.errors import DataError, GpuscoutError, UserInputError
     from gpuscout.pipeline.checklist import ChecklistRow
+    from gpuscout.pipeline.health import ProviderHealth
     from gpuscout.pipeline.recommend import RankedOffer, Recommendation, RejectedOffer
     from gpuscout.pipeline.refresh import RunReport
     from gpuscout.sizing.job import Job
@@ -34,8 +36,9 @@ if TYPE_CHECKING:
 
 _HOME = {
     **dict.fromkeys(["CurrentOffer", "check", "estimate", "export", "fit", "offers",
-                     "offers_table", "provider_checklist",
+                     "offers_table", "provider_checklist", "provider_health",
                      "recommend", "refresh", "sql"], "gpuscout.api"),
+    "ProviderHealth": "gpuscout.pipeline.health",
     **dict.fromkeys(["DataError", "GpuscoutError", "UserInputError"], "gpuscout.core.errors"),
     **dict.fromkeys(["RankedOffer", "Recommendation", "RejectedOffer"],
                     "gpuscout.pipeline.recommend"),
@@ -45,10 +48,11 @@ _HOME = {
     "Estimate": "gpuscout.sizing.types",
 }
 __all__ = [
-    "ChecklistRow", "CurrentOffer", "DataError", "Estimate", "GpuscoutError", "Job", "RankedOffer",
-    "Recommendation", "RejectedOffer", "RunReport", "UserInputError", "check", "estimate",
-    "export", "fit",
-    "offers", "offers_table", "provider_checklist", "recommend", "refresh", "sql",
+    "ChecklistRow", "CurrentOffer", "DataError", "Estimate", "GpuscoutError", "Job",
+    "ProviderHealth", "RankedOffer", "Recommendation", "RejectedOffer", "RunReport",
+    "UserInputError", "check", "estimate", "export", "fit",
+    "offers", "offers_table", "provider_checklist", "provider_health", "recommend", "refresh",
+    "sql",
 ]
 
 

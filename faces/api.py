@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the heavy modules load when a function is called, not at im
 
     from gpuscout.pipeline.check import CheckReport
     from gpuscout.pipeline.checklist import ChecklistRow
+    from gpuscout.pipeline.health import ProviderHealth
     from gpuscout.pipeline.recommend import Objective, Recommendation, SpotPolicy
     from gpuscout.pipeline.refresh import ProgressHook, RunReport, Source
     from gpuscout.sizing.fit import FitAdvice
@@ -77,6 +78,19 @@ def check(*, db: Path | str | None = None, providers: Sequence[str] | None = Non
     from gpuscout.pipeline.check import check as run_check
 
     return run_check(providers, source=_source(offline, replay, record), db=_db(db))
+
+
+def provider_health(*, db: Path | str | None = None,
+                    now: datetime | None = None) -> list[ProviderHealth]:
+    """Every registered provider at a glance: offers, last run and last success, its last
+    failure, refusal or drift and why, the age of its newest price at `now`, and the keys its
+    adapter reads, whether each is set and what it would add."""
+    from gpuscout.core.clock import now_utc
+    from gpuscout.pipeline.health import provider_health as run_health
+    from gpuscout.warehouse.connection import connect
+
+    with connect(_db(db), read_only=True) as con:
+        return run_health(con, now=now or now_utc())
 
 
 def _source(offline: bool, replay: Path | str | None, record: Path | str | None) -> Source:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from gpuscout.pipeline.checklist import ChecklistRow
+    from gpuscout.pipeline.health import ProviderHealth
     from gpuscout.pipeline.measured import Comparison
     from gpuscout.pipeline.recommend import RankedOffer, Recommendation, RecommendRequest
     from gpuscout.sizing.architectures import Architecture
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 TOP_GPUS = 8
 # Chart containers carry these ids (data-chart); the browser test waits for marks in each.
 CHARTS = ("price-history", "vram-price", "spot-vs-on-demand", "freshness", "recommendation-cost")
-SECTIONS = ("history", "vram", "spot", "freshness", "recommendation", "checklist")
+SECTIONS = ("history", "vram", "spot", "freshness", "health", "recommendation", "checklist")
 # Shown after them when the warehouse holds runs of your own (`gpuscout runs add`).
 RUNS_SECTION, RUNS_CHART = "runs", "your-runs"
 
@@ -59,6 +60,7 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
     checklist: list[ChecklistRow] = field(default_factory=list)
     runs: list[Comparison] = field(default_factory=list)
+    health: list[ProviderHealth] = field(default_factory=list)  # each provider at a glance
 
 
 def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dict[str, str]:
@@ -96,6 +98,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
     """Query the warehouse and run the recommendation (with the same `now` for price ages)."""
     from gpuscout.core.clock import now_utc
     from gpuscout.pipeline.checklist import provider_checklist
+    from gpuscout.pipeline.health import provider_health
     from gpuscout.pipeline.measured.evidence import Evidence
     from gpuscout.pipeline.measured.usecases import compare
     from gpuscout.pipeline.recommend import recommend
@@ -116,7 +119,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
         freshness=run_named(con, "report_freshness", {"now": now.isoformat()}).to_pylist(),
         job=describe_job(arch, job, req), recommendation=rec, recommendation_error=error,
         warnings=list(warnings or []), checklist=provider_checklist(today=now.date()),
-        runs=compare(Evidence.from_connection(con).runs),
+        runs=compare(Evidence.from_connection(con).runs), health=provider_health(con, now=now),
     )
 
 
@@ -376,6 +379,25 @@ def _checklist_table(rows: list[ChecklistRow]) -> str:
     return _table(headers, body, "checklist")
 
 
+def _health_table(rows: list[ProviderHealth]) -> str:
+    body = []
+    for r in rows:
+        problem = (f"{r.last_problem_status} {(_utc(r.last_problem_at) or '')[:16]}: "
+                   f"{r.last_problem_error or ''}" if r.last_problem_status else "")
+        keys = "; ".join(f"{k.variable} {'set' if k.set else 'not set'}"
+                         f"{' (needed)' if k.required else ''}: {k.adds}" for k in r.keys)
+        body.append(
+            f'<tr class="{"stale" if r.stale else ""}"><td>{_e(r.provider)}</td>'
+            f"<td>{_e(r.last_status)}</td>"
+            f"<td class=\"ts\">{_e(_utc(r.last_success_at) or 'never')}</td>"
+            f"{_num('price_age_days', r.price_age_days, '.1f')}"
+            f"<td class=\"why\">{_e(problem)}</td><td class=\"why\">{_e(keys or 'none')}</td>"
+            "</tr>")
+    return _table(["provider", "last status", "last success (UTC)", "price age, days",
+                   "last failure, refusal, drift or skip, and why",
+                   "keys read: set or not, what each adds"], body, "health")
+
+
 def _recommendation_html(data: ReportData) -> str:
     from gpuscout.pipeline.recommend.result import set_aside_line, sold_as
 
@@ -550,6 +572,11 @@ def build_report(data: ReportData) -> str:
          "last good offers.",
          (_chart("freshness", freshness_figure(fresh)) + _freshness_table(fresh)) if fresh
          else _empty("refresh runs")),
+        ("health", "Provider health",
+         "Per provider: its last status and success, its last failure, refusal, drift or skip "
+         "with the reason, the age of its newest price, and the keys its adapter reads (when "
+         "this report was built), whether each is set and what it would add.",
+         _health_table(data.health) if data.health else _empty("providers")),
         ("recommendation", "Recommendation for a fine-tuning job",
          "Every current offer priced for the whole run (billing granularity, storage, egress, "
          "spot interruptions), ranked; the cost of the best offers is broken down below.",

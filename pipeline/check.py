@@ -21,6 +21,7 @@ from gpuscout.adapters.archive import ArchiveWriter, ReplayTransport
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.errors import FetchError, GpuscoutError, MissingCredentialsError, ParseError
 from gpuscout.pipeline.lifecycle import lifecycle
+from gpuscout.pipeline.quality import hold_back, new_rejects
 from gpuscout.pipeline.refresh import (
     Collected,
     CollectOutcome,
@@ -32,13 +33,17 @@ from gpuscout.pipeline.refresh import (
 )
 from gpuscout.pipeline.settings import Settings
 from gpuscout.warehouse.connection import connect
-from gpuscout.warehouse.load import last_good_count
+from gpuscout.warehouse.load import LastGoodLoad, last_good_load, last_loaded_rejects
+
+# What the warehouse says of a provider: its last good load, and the rows its last loaded
+# refresh refused (so tonight's new rejects can be told from the usual ones).
+_Last = tuple[LastGoodLoad | None, list[tuple[str | None, str]]]
 
 # Fewer offers than this share of the last good refresh is called out (the refresh's own
 # collapse gate refuses below `Settings.collapse_ratio`).
 SHRINK_WARN = 0.8
 
-Verdict = Literal["ok", "shrunk", "unreachable", "format_changed", "no_credentials",
+Verdict = Literal["ok", "shrunk", "drift", "unreachable", "format_changed", "no_credentials",
                   "incomplete", "retired", "no_public_prices", "error"]
 
 
@@ -61,24 +66,32 @@ class CheckReport(BaseModel):
         return all(p.verdict in ("ok", "retired", "no_public_prices") for p in self.providers)
 
 
-def _last_good(db: Path | str | None, names: Sequence[str]) -> dict[str, int | None]:
+def _last_good(db: Path | str | None, names: Sequence[str]) -> dict[str, _Last]:
     if db is None or (isinstance(db, Path) and not db.exists()):
         return {}
     try:
         with connect(db, read_only=True) as con:
-            return {n: last_good_count(con, n) for n in names}
+            return {n: (last_good_load(con, n), last_loaded_rejects(con, n)) for n in names}
     except (GpuscoutError, duckdb.Error):
         return {}
 
 
-def _verdict(outcome: CollectOutcome, last: int | None) -> ProviderCheck:
+def _verdict(outcome: CollectOutcome, known: _Last, settings: Settings) -> ProviderCheck:
+    last_load, previous = known
+    last = last_load.offers if last_load else None
     base = {"provider": outcome.provider, "last_good_offers": last}
     result = outcome.result
     if isinstance(result, Collected):
         offers = len(result.offers)
         detail = "; ".join(result.fetch_errors) or None
         verdict: Verdict = "ok"
-        if not result.complete:
+        held = hold_back(offers, result.field_coverage,
+                         new_rejects(result.parser_rejects, previous), last,
+                         last_load.field_coverage if last_load else None, settings,
+                         complete=result.complete)
+        if held is not None and held.status == "drift":
+            verdict, detail = "drift", held.reason  # what a refresh would hold back
+        elif not result.complete:
             verdict = "incomplete"
         elif last and offers < SHRINK_WARN * last:
             verdict, detail = "shrunk", f"{offers} offers, {last} at the last good refresh"
@@ -109,12 +122,13 @@ def check(providers: Sequence[str] | None, *, source: Source, db: Path | str | N
     if transport is None and source.replay_dir:
         transport = ReplayTransport(source.replay_dir)
     recorder = ArchiveWriter(source.record_dir) if source.record_dir else None
-    collector = sequential(settings=settings or Settings(), catalog=load_catalog(),
+    settings = settings or Settings()
+    collector = sequential(settings=settings, catalog=load_catalog(),
                            transport=transport, recorder=recorder)
     live = [n for n in names if n not in ended]
     last = _last_good(db, live)
     _, fx = usd_rates(db, transport=transport, recorder=recorder)
-    by_name = {o.provider: _verdict(o, last.get(o.provider))
+    by_name = {o.provider: _verdict(o, last.get(o.provider, (None, [])), settings)
                for o in collector(live, source=source, fx=fx.usd_per_unit)}
     checks = []
     for name in names:

@@ -7,8 +7,10 @@ Three levels, all thresholds in `Settings` (`GPUSCOUT_*`, see the README's Opera
 - rows against the warehouse (`gate_prices`): a price far outside its GPU's band, the median
   of that GPU's open offers across providers; when most rows are outside, the whole refresh is
   refused (prices jumped: a unit or currency change upstream);
-- the refresh as a whole (`refresh_refusal`): no offers, or an offer count that collapsed
-  against the provider's last good refresh.
+- the refresh as a whole (`hold_back`): no offers; or drift against the provider's last good
+  load: its offer count collapsed, or a field it filled on most offers (VRAM, stock, region,
+  interconnect, spot prices: `field_coverage`) came back empty on most. Drift is what a format
+  change upstream looks like when nothing fails: a renamed key read as "not given".
 
 `unread_rows` decides what rows that were read but not loaded mean for the history: their
 offers must not be closed as if they had vanished.
@@ -17,10 +19,11 @@ offers must not be closed as if they had vanished.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from gpuscout.core.models import Offer, Reject
+from gpuscout.core.models import Availability, Offer, ParsedOffer, PricingModel, Reject
 from gpuscout.pipeline.settings import Settings
 
 
@@ -123,15 +126,111 @@ def gate_prices(offers: Sequence[Offer], medians: Mapping[str, tuple[float, int]
     return out
 
 
-def refresh_refusal(n_offers: int, last_good: int | None, settings: Settings) -> str | None:
-    """Why a refresh must not be loaded, or None. Compares with the last good refresh."""
-    if n_offers == 0:
-        return "refresh produced no offers"
-    if last_good is not None and last_good >= settings.collapse_min_offers \
-            and n_offers < settings.collapse_ratio * last_good:
-        return (f"offer count collapsed: {n_offers} vs {last_good} in the last good refresh "
-                f"(threshold {settings.collapse_ratio:.0%})")
-    return None
+# The fields the drift gate watches: name -> (how the run log and messages call it, whether an
+# offer carries it). Spot is measured apart (`field_coverage`).
+WATCHED: dict[str, tuple[str, Callable[[ParsedOffer], bool]]] = {
+    "vram": ("VRAM", lambda o: o.vram_gb_per_gpu is not None),
+    "stock": ("stock", lambda o: o.availability is not Availability.UNKNOWN
+              or o.available_count is not None),
+    "region": ("region", lambda o: o.region is not None),
+    "interconnect": ("interconnect", lambda o: o.interconnect is not None
+                     or o.interconnect_gbps is not None),
+}
+SPOT = "spot"
+LABELS = {**{k: label for k, (label, _) in WATCHED.items()}, SPOT: "spot prices"}
+
+
+def field_coverage(offers: Sequence[ParsedOffer]) -> dict[str, float]:
+    """Field -> share of `offers` (as the adapter read them, before the catalog fills anything
+    in) that carry it; `spot`: spot offers per on-demand offer, at most 1 (absent without
+    on-demand offers). Empty for no offers: nothing to measure."""
+    if not offers:
+        return {}
+    out = {name: sum(has(o) for o in offers) / len(offers)
+           for name, (_, has) in WATCHED.items()}
+    on_demand = sum(o.pricing_model is PricingModel.ON_DEMAND for o in offers)
+    if on_demand:
+        out[SPOT] = min(1.0, sum(o.pricing_model is PricingModel.SPOT for o in offers)
+                        / on_demand)
+    return out
+
+
+HoldStatus = Literal["refused", "drift"]
+
+
+@dataclass(frozen=True)
+class HoldBack:
+    """Why a refresh is not loaded: its run status and the run log's reason."""
+
+    status: HoldStatus
+    reason: str
+
+
+NO_OFFERS = "refresh produced no offers"
+
+
+def new_rejects(parser_rejects: Iterable[Reject],
+                previous: Iterable[tuple[str | None, str]]) -> list[Reject]:
+    """The parser's rejects that its last loaded refresh did not make (`previous`: that
+    refresh's quarantined (offer_key, reason)): rows that stopped being readable tonight."""
+    before = set(previous)
+    return [r for r in parser_rejects if (r.offer_key, r.reason) not in before]
+
+
+def hold_back(n_offers: int, coverage: Mapping[str, float], parser_rejects: Sequence[Reject],
+              last_offers: int | None, last_coverage: Mapping[str, float] | None,
+              settings: Settings, *, complete: bool = True) -> HoldBack | None:
+    """Whether a refresh must be held back as a whole, against the provider's last good load
+    (`last_offers` loaded, `last_coverage` its `field_coverage`; None when unknown).
+    `parser_rejects`: the rows the parser refused tonight and not last time (`new_rejects`).
+
+    - no offers and no row newly refused: an empty listing (or one held back row by row: no
+      USD rate, absurd prices), refused;
+    - drift: the offer count fell below `collapse_ratio` of the last good load (of at least
+      `collapse_min_offers` offers), or a field the last good load carried on more than
+      `drift_field_share` of its offers is carried by fewer tonight. The reason names each
+      field and, when the count fell, what the parser refused (a field gone from every row
+      turns rows into rejects rather than into empty fields). Spot prices are rows of their
+      own: when a part of the source was not read (`complete` False), the spot rows it held
+      are missing, not emptied, and nothing is closed for them, so they are not checked then;
+    - no offers otherwise (every row refused, nothing to compare with): refused.
+    """
+    if n_offers == 0 and not parser_rejects:
+        return HoldBack("refused", NO_OFFERS)
+    drift = [*_count_fell(n_offers, last_offers, parser_rejects, settings),
+             *_fields_emptied(n_offers, coverage, last_coverage, settings,
+                              skip=() if complete else (SPOT,))]
+    if drift:
+        return HoldBack("drift", "drift: " + "; ".join(drift))
+    return HoldBack("refused", NO_OFFERS) if n_offers == 0 else None
+
+
+def _count_fell(n_offers: int, last_offers: int | None, parser_rejects: Sequence[Reject],
+                settings: Settings) -> list[str]:
+    if last_offers is None or last_offers < settings.collapse_min_offers \
+            or n_offers >= settings.collapse_ratio * last_offers:
+        return []
+    why = f" (rows the parser refused: {reason_kinds(parser_rejects)})" if parser_rejects else ""
+    return [f"offer count collapsed: {n_offers} vs {last_offers} in the last good refresh "
+            f"(threshold {settings.collapse_ratio:.0%}){why}"]
+
+
+def _fields_emptied(n_offers: int, coverage: Mapping[str, float],
+                    last_coverage: Mapping[str, float] | None, settings: Settings,
+                    skip: Sequence[str] = ()) -> list[str]:
+    if not last_coverage or n_offers == 0:
+        return []
+    share = settings.drift_field_share
+    out = []
+    for name, label in LABELS.items():
+        if name in skip:
+            continue
+        before, now = last_coverage.get(name), coverage.get(name)
+        # (spot is not measured without on-demand offers to measure it against)
+        if before is not None and now is not None and before > share and now < share:
+            out.append(f"{label} empty on {1 - now:.0%} of {n_offers} offers (filled on "
+                       f"{before:.0%} in the last good load)")
+    return out
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 import traceback
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -46,10 +46,14 @@ from gpuscout.pipeline.normalize import USD_ONLY, normalize
 from gpuscout.pipeline.profiles import profiles_table
 from gpuscout.pipeline.quality import (
     ABSURD,
+    NO_OFFERS,
+    HoldBack,
+    field_coverage,
     gate_prices,
     gate_rows,
+    hold_back,
+    new_rejects,
     reason_kinds,
-    refresh_refusal,
     unread_rows,
 )
 from gpuscout.pipeline.recommend.facts import store_facts
@@ -61,7 +65,7 @@ from gpuscout.warehouse.load import (
     RunStatus,
     close_provider,
     gpu_price_medians,
-    last_good_count,
+    last_good_load,
     last_loaded_rejects,
     latest_fx_rates,
     merge_offers,
@@ -305,6 +309,8 @@ class Collected:
     held_back: list[Reject] = field(default_factory=list)
     # Requests that failed while the adapter went on without them (redacted messages).
     fetch_errors: list[str] = field(default_factory=list)
+    # What the adapter read of the fields the drift gate watches (quality.field_coverage).
+    field_coverage: dict[str, float] = field(default_factory=dict)
 
     @property
     def rejects(self) -> list[Reject]:
@@ -354,7 +360,7 @@ def collected(name: str, started: datetime, captures: Sequence[Capture],
                      parser_rejects=list(parsed.rejects),
                      held_back=[*norm.rejects, *gated.rejects],
                      unknown_labels=norm.unknown_labels, complete=parsed.complete,
-                     fetch_errors=fetch_errors)
+                     fetch_errors=fetch_errors, field_coverage=field_coverage(parsed.offers))
 
 
 def _finish(provider: str, run_id: str, mode: str, started: datetime, status: RunStatus,
@@ -375,29 +381,34 @@ def load(con: duckdb.DuckDBPyConnection, c: Collected, *, run_id: str, mode: str
     back or not read.
     """
     counts = dict(captures=c.captures, offers_parsed=c.offers_parsed,
-                  unknown_labels=c.unknown_labels,
+                  unknown_labels=c.unknown_labels, field_coverage=c.field_coverage,
                   observed_at=max((o.observed_at for o in c.offers), default=None))
     stored = open_offer_prices(con, c.provider)
     absurd = sum(r.reason.startswith(ABSURD) for r in c.held_back)
     band = gate_prices(c.offers, gpu_price_medians(con), stored, settings, absurd=absurd)
-    refusal = band.refusal or refresh_refusal(len(band.offers),
-                                              last_good_count(con, c.provider), settings)
-    if refusal and not band.offers and c.rejects:  # say why, not only that nothing is left
-        refusal += f": every row was held back ({reason_kinds(c.rejects)})"
+    last, previous = last_good_load(con, c.provider), last_loaded_rejects(con, c.provider)
+    refusal = HoldBack("refused", band.refusal) if band.refusal else hold_back(
+        len(band.offers), c.field_coverage, new_rejects(c.parser_rejects, previous),
+        last.offers if last else None, last.field_coverage if last else None, settings,
+        complete=c.complete)
+    if refusal and refusal.reason == NO_OFFERS and c.rejects:  # say why nothing is left
+        refusal = replace(refusal, reason=f"{refusal.reason}: every row was held back "
+                                          f"({reason_kinds(c.rejects)})")
     if refusal:
         # The refused offers are kept for review; the stored offers stay as they were.
-        held = [Reject(provider=c.provider, offer_key=o.offer_key, reason=f"refused: {refusal}",
-                       raw=o.model_dump_json()) for o in c.offers]
+        held = [Reject(provider=c.provider, offer_key=o.offer_key,
+                       reason=f"refused: {refusal.reason}", raw=o.model_dump_json())
+                for o in c.offers]
         unread = f" (not read: {c.fetch_errors[0]})" if c.fetch_errors else ""
-        record = _finish(c.provider, run_id, mode, c.started_at, "refused", complete=False,
+        record = _finish(c.provider, run_id, mode, c.started_at, refusal.status, complete=False,
                          quarantined=len(c.rejects) + len(held),
-                         error=f"{c.provider}: {refusal}{unread}", **counts)
+                         error=f"{c.provider}: {refusal.reason}{unread}", **counts)
         with transaction(con):
             write_quarantine(con, [*c.rejects, *held], run_id=run_id, at=record.finished_at)
             write_run(con, record)
         return record
     held_back = [*c.held_back, *band.rejects]
-    unread = unread_rows(c.parser_rejects, held_back, last_loaded_rejects(con, c.provider))
+    unread = unread_rows(c.parser_rejects, held_back, previous)
     incoming = {o.offer_key for o in band.offers}
     still_open = set(stored) - incoming
     complete = c.complete

@@ -21,10 +21,14 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GPUSCOUT_", extra="ignore")
 
     db: Path = Field(default_factory=default_db_path, description="warehouse DuckDB file")
-    # Refresh gate: refuse a refresh whose offer count falls below this share of the provider's
+    # Drift gate: hold back a refresh whose offer count falls below this share of the provider's
     # last good refresh (only when that refresh had at least `collapse_min_offers` offers).
     collapse_ratio: float = Field(default=0.5, gt=0, le=1)
     collapse_min_offers: int = Field(default=10, ge=1)
+    # Drift gate: a field (VRAM, stock, region, interconnect, spot prices) the provider's last
+    # good load carried on more than this share of its offers, carried by less tonight, holds
+    # the refresh back as drift (a key renamed upstream reads as "not given" on every row).
+    drift_field_share: float = Field(default=0.5, gt=0, lt=1)
     # Row gate: a price per GPU-hour outside this band (USD) is quarantined as absurd. The
     # cheapest real rows are shared consumer cards (~$0.03); the dearest list prices are ~$15.
     min_usd_per_gpu_hour: float = Field(default=0.01, gt=0)

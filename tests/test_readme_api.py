@@ -32,4 +32,5 @@ def test_the_readme_api_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert any(line.startswith(("lambda h100", "runpod h100")) for line in lines)
     assert any("GB per GPU, fits: True" in line for line in lines)
     assert any(line.count("$") == 1 and "fits: needs" in line for line in lines)
+    assert any(line.startswith("ok None [('LAMBDA_API_KEY', ") for line in lines)
     assert "'provider': 'lambda'" in lines[-1]

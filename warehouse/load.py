@@ -37,10 +37,12 @@ class MergeCounts:
     closed: int  # vanished offers closed by a complete refresh
 
 
-# ok: loaded; refused: a gate kept the last good data; failed: fetch or parse failed;
-# skipped: a live fetch lacked its credentials; retired / no_public_prices: the provider no
-# longer sells what is read (its offers were closed, its history kept).
-RunStatus = Literal["ok", "refused", "failed", "skipped", "retired", "no_public_prices"]
+# ok: loaded; refused: a gate kept the last good data; drift: the drift gate kept it (a field
+# the provider always filled came back empty, or its offer count fell); failed: fetch or parse
+# failed; skipped: a live fetch lacked its credentials; retired / no_public_prices: the provider
+# no longer sells what is read (its offers were closed, its history kept).
+RunStatus = Literal["ok", "refused", "drift", "failed", "skipped", "retired",
+                    "no_public_prices"]
 
 
 class RunRecord(BaseModel):
@@ -65,6 +67,16 @@ class RunRecord(BaseModel):
     unknown_labels: list[str] = []
     observed_at: datetime | None = None
     error: str | None = None
+    # field -> share of the offers read that carried it (pipeline/quality.py field_coverage)
+    field_coverage: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class LastGoodLoad:
+    """What the provider's last successful refresh loaded: the drift gate's reference."""
+
+    offers: int
+    field_coverage: dict[str, float] | None  # None for a run logged before it was recorded
 
 
 def merge_offers(con: duckdb.DuckDBPyConnection, offers: pa.Table, *, provider: str,
@@ -174,7 +186,8 @@ def write_quarantine(con: duckdb.DuckDBPyConnection, rejects: Sequence[Reject], 
 
 
 def write_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
-    table = pa.Table.from_pylist([run.model_dump()], schema=pa.schema([
+    """The run log's row, and the run's field coverage beside it."""
+    table = pa.Table.from_pylist([run.model_dump(exclude={"field_coverage"})], schema=pa.schema([
         ("run_id", pa.string()), ("provider", pa.string()), ("mode", pa.string()),
         ("started_at", _TS), ("finished_at", _TS),
         ("duration_s", pa.float64()), ("status", pa.string()), ("complete", pa.bool_()),
@@ -189,6 +202,16 @@ def write_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
         con.execute(statement("insert_run"))
     finally:
         con.unregister("incoming_run")
+    if run.field_coverage:
+        fields = sorted(run.field_coverage)
+        coverage = pa.Table.from_pydict({
+            "run_id": [run.run_id] * len(fields), "provider": [run.provider] * len(fields),
+            "field": fields, "share": [run.field_coverage[f] for f in fields]})
+        con.register("incoming_coverage", coverage)
+        try:
+            con.execute(statement("insert_field_coverage"))
+        finally:
+            con.unregister("incoming_coverage")
 
 
 def store_fx_rates(con: duckdb.DuckDBPyConnection, *, as_of: date, usd_per_unit: dict[str, float],
@@ -228,9 +251,14 @@ def replace_gpu_catalog(con: duckdb.DuckDBPyConnection, gpus_csv: Path) -> None:
     con.execute(statement("replace_gpu_catalog"), [str(gpus_csv)])
 
 
-def last_good_count(con: duckdb.DuckDBPyConnection, provider: str) -> int | None:
-    row = con.execute(statement("last_good_count"), [provider]).fetchone()
-    return int(row[0]) if row else None
+def last_good_load(con: duckdb.DuckDBPyConnection, provider: str) -> LastGoodLoad | None:
+    """The provider's last successful refresh; None when it never had one."""
+    rows = con.execute(statement("last_good_load"), [provider]).fetchall()
+    if not rows:
+        return None
+    offers, coverage = rows[0]
+    shares = {c["field"]: float(c["share"]) for c in coverage or []}
+    return LastGoodLoad(offers=int(offers), field_coverage=shares or None)
 
 
 def gpu_price_medians(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[float, int]]:

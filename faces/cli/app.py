@@ -108,7 +108,7 @@ def refresh(
 
         render(pa.Table.from_pylist([r.model_dump() for r in report.providers]), format)
     # 0: every provider loaded (a partial load says what it held back in its `error`);
-    # 3: some provider kept its last good data (failed, refused, skipped); 1: none loaded.
+    # 3: some provider kept its last good data (failed, refused, drift, skipped); 1: none loaded.
     if report.status == "failed":
         raise typer.Exit(code=1)
     if report.not_loaded:
@@ -239,33 +239,20 @@ def providers(
         "commitments of every provider, each with its source's age (reads no warehouse)",
     )] = False,
 ) -> None:
-    """Every provider: offers, source kind (api/html), last successful refresh, staleness,
-    unknown GPU labels. Registered providers never refreshed into this warehouse show too."""
+    """Every provider at a glance: offers, last success, its last failure, refusal or drift and
+    why, the age of its newest price, and the keys it reads (set or not, what each would add).
+    Registered providers never refreshed into this warehouse show too. `--checklist`: the
+    seed's checklist of facts beyond the price, for every provider."""
     if checklist:
         from gpuscout.api import provider_checklist
         from gpuscout.cli.checklist_view import show_checklist
 
         show_checklist(provider_checklist(), format)
         return
-    import pyarrow as pa
+    from gpuscout.api import provider_health
+    from gpuscout.cli.providers_view import show
 
-    from gpuscout.adapters.registry import PROVIDERS, get_adapter
-    from gpuscout.cli.output import render
-    from gpuscout.warehouse.connection import connect
-    from gpuscout.warehouse.queries import run_named
-
-    with connect(_db(db), read_only=True) as con:
-        seen = {r["provider"]: r for r in run_named(con, "providers_overview").to_pylist()}
-    never = {"offers": 0, "spot_offers": 0, "last_status": "never", "last_success_at": None,
-             "stale": True, "unknown_labels": [], "last_error": None}
-    rows = [{**never, **seen.get(name, {}), "provider": name,
-             "source": get_adapter(name).SOURCE_KIND} for name in PROVIDERS]
-    columns = ["provider", "source", "offers", "spot_offers", "last_status", "last_success_at",
-               "stale", "unknown_labels", "last_error"]
-    table = pa.Table.from_pylist([{c: r[c] for c in columns} for r in rows])
-    if format is Format.table:
-        table = table.drop_columns(["last_error"])
-    render(table, format, title=f"{len(rows)} providers")
+    show(provider_health(db=_db(db)), format)
 
 
 runs_app = typer.Typer(

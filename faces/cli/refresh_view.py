@@ -14,7 +14,8 @@ from gpuscout.warehouse.load import RunRecord, RunStatus
 
 # One style per run status (tests/test_cli.py checks that none is missing).
 STYLE: dict[RunStatus, str] = {"ok": "green", "failed": "red", "refused": "yellow",
-                               "skipped": "dim", "retired": "dim", "no_public_prices": "dim"}
+                               "drift": "magenta", "skipped": "dim", "retired": "dim",
+                               "no_public_prices": "dim"}
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
 import httpx
@@ -102,6 +103,28 @@ def test_user_agent_is_set(router: respx.MockRouter, client: HttpClient) -> None
     route = router.get(URL).mock(return_value=httpx.Response(200))
     client.get(URL)
     assert route.calls.last.request.headers["user-agent"] == USER_AGENT
+
+
+def test_user_agent_names_gpuscout_and_its_version_and_no_http_library() -> None:
+    # Some hosts refuse Python clients' user agents (python-httpx, python-requests) outright.
+    assert USER_AGENT == f"gpuscout/{metadata.version('gpuscout')} (GPU price inventory)"
+    assert "python" not in USER_AGENT.lower() and "httpx" not in USER_AGENT.lower()
+
+
+def test_pace_spaces_requests_on_the_network_only(router: respx.MockRouter) -> None:
+    router.get(URL).mock(return_value=httpx.Response(200))
+    waits: list[float] = []
+    live = HttpClient("p", sleep=waits.append)  # the network (respx stands in for it)
+    live.pace(0.75)  # no request yet: nothing to wait for
+    assert waits == []
+    live.get(URL)
+    live.pace(0.75)  # right after a request: most of the spacing is left to wait
+    assert len(waits) == 1 and 0 < waits[0] <= 0.75
+    replayed = HttpClient("p", transport=httpx.MockTransport(lambda r: httpx.Response(200)),
+                          sleep=waits.append)
+    replayed.get(URL)
+    replayed.pace(0.75)  # a replay is no server to spare
+    assert len(waits) == 1
 
 
 def _files_text(root: Path) -> str:

@@ -7,7 +7,8 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from invariants import OfferInvariants, load_capture, with_replaced
+from invariants import FIXTURES, OfferInvariants, load_capture, with_replaced
+from page_edits import without_members
 
 from gpuscout.adapters import latitude
 from gpuscout.adapters.archive import Capture, ReplayTransport
@@ -217,3 +218,61 @@ def test_a_repeated_plan_is_one_offer_and_a_contradicting_one_is_rejected() -> N
     rejected = {r.offer_key for r in clash.rejects if r.reason == CONFLICT_REASON}
     assert rejected == {"g3-h100-small|United States|on_demand"}
     assert not clash.complete
+
+
+# -- the 2026-09-22 key spelling (tests/fixtures/latitude, assembled) --------------------------
+
+CAMEL_DIR = FIXTURES / "latitude"
+CAMEL = "pricing_2026-09-22_camelcase_keys_assembled.html"
+# Compute-Indices@065c263 LATITUDE_KEY_RENAMES: the five keys renamed on 2026-09-22.
+RENAMED = {"vram_per_gpu": "vramPerGpu", "deploys_instantly": "deploysInstantly",
+           "in_stock": "inStock", "stock_level": "stockLevel",
+           "available_operating_systems": "availableOperatingSystems"}
+
+
+def _camel() -> Capture:
+    return load_capture(CAMEL_DIR, CAMEL)
+
+
+def _as_read(offers: list[ParsedOffer]) -> dict[str, tuple[object, ...]]:
+    return {o.offer_key: (o.price_per_hour, o.vram_gb_per_gpu, o.availability,
+                          o.provider_data.get("stock_level"),
+                          o.provider_data.get("sites_in_stock")) for o in offers}
+
+
+def test_the_camelcase_page_is_the_bundled_one_with_the_five_keys_renamed() -> None:
+    text = _page().body.decode()
+    for old, new in RENAMED.items():
+        text = text.replace(f'\\"{old}\\"', f'\\"{new}\\"')
+    assert _camel().body.decode() == text
+    assert all(f'\\"{old}\\"' not in text for old in RENAMED)
+
+
+def test_the_camelcase_page_loads_vram_and_stock() -> None:
+    before, after = latitude.parse([_page()]), latitude.parse([_camel()])
+    assert after.rejects == [] and len(after.offers) == 18
+    assert _as_read(after.offers) == _as_read(before.offers)  # same prices, VRAM and stock
+    b300 = _by_key(after.offers)["g4-b300-large|United States|on_demand"]
+    assert (b300.vram_gb_per_gpu, b300.availability) == (288.0, Availability.OUT_OF_STOCK)
+    assert {o.vram_gb_per_gpu for o in after.offers} == {288.0, 96.0, 80.0}
+    assert Availability.UNKNOWN not in {o.availability for o in after.offers}
+
+
+def test_a_gpu_plan_without_vram_is_a_reject_not_an_offer_without_it() -> None:
+    page = with_replaced(_camel(), '\\"vramPerGpu\\":80,', "", exactly_once=True)  # the H100
+    result = latitude.parse([page])
+    assert {o.gpu_label for o in result.offers} == {"NVIDIA HGX B300", "NVIDIA RTX PRO 6000"}
+    assert {r.reason for r in result.rejects} == {
+        "GPU plan without VRAM: g3-h100-small has no positive vram_per_gpu or vramPerGpu "
+        "(None)"}
+    assert {r.offer_key for r in result.rejects} == {
+        "g3-h100-small|United States|on_demand", "g3-h100-small|United States|reserved|1 month",
+        "g3-h100-small|United States|reserved|1 year"}  # keyed: each offer stays open
+    assert not result.complete
+
+
+def test_without_the_stock_keys_every_offer_reads_as_unknown_stock() -> None:
+    # What the 2026-09-22 rename did to a reader of one spelling: no error, every stock empty.
+    result = latitude.parse([without_members(_camel(), "inStock", "stockLevel")])
+    assert len(result.offers) == 18 and result.rejects == []
+    assert {o.availability for o in result.offers} == {Availability.UNKNOWN}

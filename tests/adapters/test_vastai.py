@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 from invariants import FIXTURES, OfferInvariants, load_capture
 
 from gpuscout.adapters import vastai
-from gpuscout.adapters.archive import Capture, ReplayTransport
+from gpuscout.adapters.archive import Capture, ReplayTransport, load_captures, read_manifest
 from gpuscout.adapters.http import MAX_ATTEMPTS, HttpClient
+from gpuscout.adapters.redaction import redact_url
 from gpuscout.adapters.registry import SNAPSHOTS_DIR
 from gpuscout.core.errors import FetchError, ParseError
 from gpuscout.core.models import Availability, ParsedOffer, PriceKind, PricingModel
@@ -47,6 +53,8 @@ class TestVastaiInvariants(OfferInvariants):
 def test_subset_aggregates_138_asks_into_37_offers() -> None:
     result = vastai.parse([load_capture(SNAP, SUBSET)])
     assert (len(result.offers), len(result.rejects)) == (37, 0)
+    # one answer for the whole marketplace (no slice in its URL): the server clamps those
+    assert result.complete is False
     assert sum(o.available_count or 0 for o in result.offers) == 138
     assert {o.pricing_model for o in result.offers} == {PricingModel.ON_DEMAND}  # no min_bid
     assert {o.region for o in result.offers} == {None}  # no geolocation in the subset
@@ -158,7 +166,24 @@ def test_empty_search_is_no_offers_not_an_error() -> None:
     assert vastai.parse([_with_body({"offers": []})]).offers == []
 
 
-def test_offline_fetch_serves_the_bundled_subset() -> None:
+def _pages_of(captures: list[Capture]) -> list[tuple[dict[str, Any], int]]:
+    """(the search, asks in the answer) of each page."""
+    return [(json.loads(parse_qs(urlsplit(c.url).query)["q"][0]),
+             len(json.loads(c.body)["offers"])) for c in captures]
+
+
+def test_bundled_pages_are_the_recordings_asks_per_gpu_in_price_order() -> None:
+    captures = [load_capture(SNAP, e.file) for e in read_manifest(SNAP) if e.file != SUBSET]
+    subset = _asks()
+    assert [q["gpu_name"] for q, _ in _pages_of(captures)] \
+        == [{"eq": name} for name in vastai.SLICE_NAMES]
+    for capture, name in zip(captures, vastai.SLICE_NAMES, strict=True):
+        mine = [a for a in subset if a["gpu_name"] == name]
+        assert json.loads(capture.body)["offers"] == sorted(mine, key=lambda a: a["dph_total"])
+    assert sum(n for _, n in _pages_of(captures)) == len(subset) == 138
+
+
+def test_offline_fetch_reads_the_eight_recorded_slices_and_marks_the_rest_unread() -> None:
     seen: list[httpx.Request] = []
     replay = ReplayTransport(SNAPSHOTS_DIR)
 
@@ -168,11 +193,17 @@ def test_offline_fetch_serves_the_bundled_subset() -> None:
 
     with HttpClient("vastai", transport=httpx.MockTransport(handler)) as client:
         captures = vastai.fetch(client, {})
-    assert [c.body for c in captures] == [(SNAP / SUBSET).read_bytes()]
-    # 138 asks, under the limit: the first page is the last, one request
-    assert [(r.method, json.loads(r.content)) for r in seen] == [("POST", vastai.QUERY)]
-    assert captures[0].url == load_capture(SNAP, SUBSET).url
-    assert len(vastai.parse(captures).offers) == 37
+    # eight slices of one page each (all under the limit), then every other GPU: not recorded
+    assert [json.loads(parse_qs(r.url.query.decode())["q"][0])["gpu_name"] for r in seen] \
+        == vastai.slices()
+    assert len(captures) == 8 and [str(e) for e in client.errors] == [
+        f"replay: no recorded response for this request in the replay archive {SNAPSHOTS_DIR} "
+        f"({redact_url(str(seen[-1].url))})"]
+    result = vastai.parse(captures)
+    whole = vastai.parse([load_capture(SNAP, SUBSET)])
+    assert [o.model_dump(exclude={"source_url"}) for o in result.offers] \
+        == [o.model_dump(exclude={"source_url"}) for o in whole.offers]  # every ask, 37 offers
+    assert result.complete is False  # the recording holds no other GPU: nothing is closed
 
 
 @pytest.mark.parametrize("creds", [{}, {"VAST_API_KEY": "vk_SECRET_KEY"}])
@@ -185,20 +216,30 @@ def test_fetch_request_and_optional_key(creds: dict[str, str]) -> None:
 
     with HttpClient("vastai", transport=httpx.MockTransport(handler)) as client:
         captures = vastai.fetch(client, creds)
-    [request] = seen
-    assert (request.method, str(request.url)) == ("POST", "https://console.vast.ai/api/v0/bundles/")
-    assert request.headers["content-type"] == "application/json"
-    # vastai search offers -n -o dph --limit 3000 rentable=true, as the client sends it
-    assert json.loads(request.content) == {
+    assert len(seen) == len(vastai.SLICE_NAMES) + 1  # one empty page per slice
+    first = seen[0]
+    assert (first.method, first.url.scheme, first.url.host, first.url.path) \
+        == ("GET", "https", "console.vast.ai", "/api/v0/bundles/")
+    # the client's search body (vastai search offers -n -o dph rentable=true), one GPU name, as q
+    assert json.loads(first.url.params["q"]) == {
         "rentable": {"eq": True}, "type": "on-demand", "order": [["dph_total", "asc"]],
-        "limit": 3000, "allocated_storage": 5.0}
-    assert request.headers.get("authorization") == (
-        "Bearer vk_SECRET_KEY" if creds else None)
+        "limit": 50, "allocated_storage": 5.0, "gpu_name": {"eq": "B200"}}
+    assert json.loads(seen[-1].url.params["q"])["gpu_name"] \
+        == {"notin": ["B200", "H200", "H100 SXM", "H100 NVL", "H100 PCIE", "A100 SXM4",
+                      "A100 PCIE", "L40S"]}
+    assert {r.headers.get("authorization") for r in seen} == {
+        "Bearer vk_SECRET_KEY" if creds else None}
     # The key travels in a header only: the archived URL is the same with or without it.
-    assert captures[0].url == load_capture(SNAP, SUBSET).url
+    assert captures[0].url == load_capture(SNAP, "bundles_b200_assembled_ewyluda_1f5b058.json").url
+    assert vastai.parse(captures).complete is True  # every slice ended on a short page
 
 
-# -- paging on the price cursor, against a fake marketplace ------------------------------------
+def test_the_page_limit_stays_under_the_clamp() -> None:
+    # Above the clamp, a clamped answer would be shorter than the limit and read as the end.
+    assert vastai.LIMIT <= vastai.CLAMP == 64
+
+
+# -- paging under the clamp, against a fake marketplace ----------------------------------------
 
 
 def _ask(ask_id: int, gpu: str, price: float) -> dict[str, Any]:
@@ -206,123 +247,248 @@ def _ask(ask_id: int, gpu: str, price: float) -> dict[str, Any]:
 
 
 class _Market:
-    """The search as the server answers it: the `dph_total` filter, the order, the limit.
+    """The search as the server answers it: the `gpu_name` and `dph_total` filters, the order,
+    the limit, and the clamp (no answer holds more than `clamp` asks, whatever the limit).
 
     Every answer moves each ask's `duration` on, as a live countdown does between requests."""
 
-    def __init__(self, asks: list[dict[str, Any]], *, ordered: bool = True,
-                 fail_page: int | None = None, fail_with: httpx.Response | None = None) -> None:
+    def __init__(self, asks: list[dict[str, Any]], *, ordered: bool = True, clamp: int = 64,
+                 fail: Callable[[dict[str, Any], int], httpx.Response | None] | None = None,
+                 ) -> None:
         self.asks = asks
         self.ordered = ordered
-        self.fail_page = fail_page
-        self.fail_with = fail_with
-        self.bodies: list[dict[str, Any]] = []
+        self.clamp = clamp
+        self.fail = fail
+        self.queries: list[dict[str, Any]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        self.bodies.append(body)
-        if self.fail_page is not None and len(self.bodies) >= self.fail_page:
-            return self.fail_with or httpx.Response(503)
-        floor = body.get("dph_total", {}).get("gte", float("-inf"))
-        rows = [a for a in self.asks if (a["dph_total"] or 0) >= floor]
-        if self.ordered:
-            assert body["order"] == [["dph_total", "asc"]]
-            rows.sort(key=lambda a: (a["dph_total"] or 0, a.get("id", 0)))
-        page = [{**a, "duration": 1e6 - len(self.bodies)} for a in rows[:body["limit"]]]
-        return httpx.Response(200, json={"offers": page})
+        assert request.method == "GET"
+        query = json.loads(request.url.params["q"])
+        self.queries.append(query)
+        failed = self.fail(query, len(self.queries)) if self.fail else None
+        if failed is not None:
+            return failed
+        return httpx.Response(200, json={"offers": self.answer(query, len(self.queries))})
 
-    def fetch(self) -> list[Capture]:
+    def answer(self, query: dict[str, Any], n: int) -> list[dict[str, Any]]:
+        names = query.get("gpu_name", {})
+        floor = query.get("dph_total", {}).get("gte", float("-inf"))
+        rows = [a for a in self.asks if (a["dph_total"] or 0) >= floor
+                and ("eq" not in names or a["gpu_name"] == names["eq"])
+                and a["gpu_name"] not in names.get("notin", ())]
+        if self.ordered:
+            assert query["order"] == [["dph_total", "asc"]]
+            rows.sort(key=lambda a: (a["dph_total"] or 0, a.get("id", 0)))
+        return [{**a, "duration": 1e6 - n} for a in rows[:min(query["limit"], self.clamp)]]
+
+    def fetch(self) -> tuple[list[Capture], list[str]]:
         with HttpClient("vastai", transport=httpx.MockTransport(self),
                         sleep=lambda _: None) as client:
-            return vastai.fetch(client, {})
+            return vastai.fetch(client, {}), [str(e) for e in client.errors]
+
+    def slice_queries(self, name: str) -> list[dict[str, Any]]:
+        return [q for q in self.queries if q["gpu_name"] == {"eq": name}]
 
 
 def _crowded_market() -> list[dict[str, Any]]:
-    """7,000 RTX 3060 asks from $0.05 in steps of $0.001 every 7 asks (so ties straddle the page
-    ends), and 5 H100 SXM asks from $9.00, dearer than all of them: listed first, so an
-    unordered search capped at 3000 would return no H100 at all."""
-    h100 = [_ask(900_000 + i, "H100 SXM", 9.0 + i) for i in range(5)]
-    rtx = [_ask(i, "RTX 3060", round(0.05 + (i // 7) * 0.001, 3)) for i in range(7000)]
+    """700 RTX 3060 asks from $0.05 in steps of $0.001 every 7 asks (so ties straddle the page
+    ends), and 120 H100 SXM asks from $2.00 in steps of $0.01 every 3 asks."""
+    h100 = [_ask(900_000 + i, "H100 SXM", round(2.0 + (i // 3) * 0.01, 2)) for i in range(120)]
+    rtx = [_ask(i, "RTX 3060", round(0.05 + (i // 7) * 0.001, 3)) for i in range(700)]
     return [*h100, *rtx]
 
 
 def test_a_full_page_is_followed_from_its_last_price_until_a_short_page() -> None:
     market = _Market(_crowded_market())
-    captures = market.fetch()
-    assert len(captures) == 3
-    assert [b.get("dph_total") for b in market.bodies] == [
-        None, {"gte": 0.478}, {"gte": 0.906}]  # the last price of pages 1 and 2
-    assert [{k: v for k, v in b.items() if k != "dph_total"} for b in market.bodies] \
-        == [vastai.QUERY] * 3
-    pages = [json.loads(c.body)["offers"] for c in captures]
-    assert [len(p) for p in pages] == [3000, 3000, 1013]
-    # page 1 ends in the middle of the 7 asks at $0.478 (ids 2996-3002): page 2 opens with all
-    # of them, the 4 already seen included
-    assert pages[0][-1]["dph_total"] == pages[1][0]["dph_total"] == 0.478
-    assert (pages[0][-1]["id"], pages[1][0]["id"]) == (2999, 2996)
-    # 7,005 asks in all, 8 of them twice
-    assert len({a["id"] for p in pages for a in p}) == 7005
+    captures, errors = market.fetch()
+    assert errors == []
+    h100 = market.slice_queries("H100 SXM")
+    # page 1: asks 0-49 (the last at 2.00 + 49 // 3 x 0.01); page 2 from there: 48-97 (2.32)
+    assert [q.get("dph_total") for q in h100] == [None, {"gte": 2.16}, {"gte": 2.32}]
+    assert [{k: v for k, v in q.items() if k != "dph_total"} for q in h100] \
+        == [vastai.page_query({"eq": "H100 SXM"})] * 3
+    pages = [json.loads(c.body)["offers"] for c, (q, _) in zip(captures, _pages_of(captures),
+                                                                 strict=True)
+             if q["gpu_name"] == {"eq": "H100 SXM"}]
+    assert [len(p) for p in pages] == [50, 50, 24]  # page 3: asks 96-119
+    # page 1 ends in the middle of the 3 asks at $2.16 (ids 900048-900050): page 2 opens with
+    # all of them, the 2 already seen included
+    assert pages[0][-1]["dph_total"] == pages[1][0]["dph_total"] == 2.16
+    assert (pages[0][-1]["id"], pages[1][0]["id"]) == (900_049, 900_048)
+    # the consumer cards come in the last slice, paged the same way: 700 asks in 15 pages
+    assert len([q for q in market.queries if "notin" in q["gpu_name"]]) == 15
 
 
 def test_every_ask_and_the_lowest_per_gpu_survive_the_pages() -> None:
-    result = vastai.parse(_Market(_crowded_market()).fetch())
-    assert result.rejects == []  # repeats at the page ends are one ask, countdowns aside
+    captures, _ = _Market(_crowded_market()).fetch()
+    result = vastai.parse(captures)
+    assert result.rejects == [] and result.complete is True  # repeats at page ends: one ask
     offers = _by_key(result.offers)
     rtx, h100 = offers["RTX 3060|1x|24GB|*|on_demand"], offers["H100 SXM|1x|24GB|*|on_demand"]
     assert (rtx.price_per_hour, rtx.available_count, rtx.provider_data["max_ask"]) \
-        == (0.05, 7000, 1.049)
+        == (0.05, 700, 0.149)
     assert (h100.price_per_hour, h100.available_count, h100.provider_data["max_ask"]) \
-        == (9.0, 5, 13.0)
+        == (2.0, 120, 2.39)
 
 
 def test_an_ask_whose_price_moved_between_pages_is_rejected_not_guessed() -> None:
-    captures = _Market(_crowded_market()).fetch()
-    second = json.loads(captures[1].body)
-    moved = second["offers"][0]
-    assert moved["id"] == 2996  # also at the end of page 1, at 0.478
-    moved["dph_total"] = 0.5
-    captures[1] = captures[1].model_copy(update={"body": json.dumps(second).encode()})
+    captures, _ = _Market(_crowded_market()).fetch()
+    firsts = [[a["id"] for a in json.loads(c.body)["offers"][:1]] for c in captures]
+    i = firsts.index([900_048])  # page 2 of the H100 slice
+    second = json.loads(captures[i].body)
+    second["offers"][0]["dph_total"] = 2.5  # also at the end of the page before, at 2.16
+    captures[i] = captures[i].model_copy(update={"body": json.dumps(second).encode()})
     result = vastai.parse(captures)
     assert [r.reason for r in result.rejects] == [  # both listings, to quarantine
-        "ask id 2996 is listed twice, with two different prices or figures"] * 2
-    assert _by_key(result.offers)["RTX 3060|1x|24GB|*|on_demand"].available_count == 6999
+        "ask id 900048 is listed twice, with two different prices or figures"] * 2
+    assert _by_key(result.offers)["H100 SXM|1x|24GB|*|on_demand"].available_count == 119
 
 
-def test_a_second_page_that_fails_fails_the_fetch() -> None:
-    market = _Market(_crowded_market(), fail_page=2)
+def test_a_clamp_above_the_limit_is_paged_through_and_a_whole_market_answer_is_not_trusted(
+) -> None:
+    # Asked for 3000 asks at once, the clamped server returns 64: the old single search.
+    market = _Market(_crowded_market())
+    whole = market.answer({"order": [["dph_total", "asc"]], "limit": 3000}, 1)
+    assert len(whole) == 64 and {a["gpu_name"] for a in whole} == {"RTX 3060"}
+    capture = load_capture(SNAP, SUBSET).model_copy(
+        update={"body": json.dumps({"offers": whole}).encode()})
+    assert vastai.parse([capture]).complete is False  # possibly clamped: closes nothing
+
+
+def test_a_page_that_fails_cuts_its_slice_and_the_others_are_still_read() -> None:
+    def fail(query: dict[str, Any], n: int) -> httpx.Response | None:
+        second_h100_page = query["gpu_name"] == {"eq": "H100 SXM"} and "dph_total" in query
+        return httpx.Response(503) if second_h100_page else None
+
+    market = _Market(_crowded_market(), fail=fail)
+    captures, errors = market.fetch()
+    assert len(market.slice_queries("H100 SXM")) == 1 + MAX_ATTEMPTS  # page 1, page 2's tries
+    assert len(errors) == 1 and "HTTP 503" in errors[0]
+    result = vastai.parse(captures)
+    assert result.complete is False  # the H100 slice ends on a full page
+    offers = _by_key(result.offers)
+    assert offers["H100 SXM|1x|24GB|*|on_demand"].available_count == 50  # page 1 is kept
+    assert offers["RTX 3060|1x|24GB|*|on_demand"].available_count == 700  # read to its end
+
+
+def test_a_slice_that_fails_is_read_as_missing() -> None:
+    market = _Market(_crowded_market(), fail=lambda q, n: httpx.Response(
+        400) if q["gpu_name"] == {"eq": "B200"} else None)
+    captures, errors = market.fetch()
+    assert len(errors) == 1 and "HTTP 400" in errors[0]
+    assert len(captures) == len(market.queries) - 1
+    assert vastai.parse(captures).complete is False
+
+
+def test_a_search_that_fails_everywhere_fails_the_fetch() -> None:
+    market = _Market(_crowded_market(), fail=lambda q, n: httpx.Response(403))
     with pytest.raises(FetchError) as err:
         market.fetch()
-    assert err.value.status == 503
-    assert len(market.bodies) == 1 + MAX_ATTEMPTS  # page 1, then page 2's tries
+    assert err.value.status == 403
+    assert len(market.queries) == len(vastai.slices())
 
 
-def test_a_second_page_that_is_not_a_listing_fails_the_parse() -> None:
-    market = _Market(_crowded_market(), fail_page=2,
-                     fail_with=httpx.Response(200, text="<html>busy</html>"))
-    captures = market.fetch()
-    assert len(captures) == 2  # nothing to page on: the page goes to parse() as it came
+def test_a_page_that_is_not_a_listing_fails_the_parse() -> None:
+    market = _Market(_crowded_market(), fail=lambda q, n: httpx.Response(
+        200, text="<html>busy</html>") if "dph_total" in q else None)
+    captures, _ = market.fetch()
     with pytest.raises(ParseError) as err:
         vastai.parse(captures)
     assert err.value.field is None
 
 
-def test_a_search_that_never_ends_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slice_that_never_ends_is_cut_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vastai, "MAX_PAGES", 2)
-    market = _Market([_ask(i, "RTX 3060", 0.05 + i / 1000) for i in range(9000)])
-    with pytest.raises(FetchError, match="fills 3000 asks a page after 2 pages"):
-        market.fetch()
-    assert len(market.bodies) == 2
+    market = _Market([_ask(i, "RTX 3060", 0.05 + i / 1000) for i in range(900)])
+    captures, errors = market.fetch()
+    assert len([q for q in market.queries if "notin" in q["gpu_name"]]) == 2
+    assert errors == [f"vastai: the other GPUs' slice still fills 50 asks a page after 2 pages: "
+                      f"it is read as cut ({captures[-1].url})"]
+    assert vastai.parse(captures).complete is False
 
 
-@pytest.mark.parametrize(("market", "message"), [
-    (_Market([_ask(i, "RTX 3060", 0.3) for i in range(3500)]),
-     "page 2 holds 3000 asks .* every ask is at \\$0.3/h"),
-    (_Market(_crowded_market(), ordered=False), "page 1 .* not ordered by dph_total"),
-    (_Market([{k: v for k, v in a.items() if k != "id"} for a in _crowded_market()]),
-     "page 1 .* not every ask has an id"),
-    (_Market([{**a, "dph_total": None} if a["id"] == 7 else a for a in _crowded_market()]),
-     "page 1 .* not every ask has a positive dph_total"),
+@pytest.mark.parametrize(("asks", "ordered", "message"), [
+    ([_ask(i, "RTX 3060", 0.3) for i in range(80)], True,
+     "page 2 of the other GPUs' slice holds 50 asks .* every ask is at \\$0.3/h"),
+    (_crowded_market()[::-1], False, "page 1 of the H100 SXM slice .* not ordered by dph_total"),
+    ([{k: v for k, v in a.items() if k != "id"} for a in _crowded_market()], True,
+     "page 1 of the H100 SXM slice .* not every ask has an id"),
+    ([{**a, "dph_total": None} if a["id"] == 7 else a for a in _crowded_market()], True,
+     "page 1 of the other GPUs' slice .* not every ask has a positive dph_total"),
 ], ids=["all-at-one-price", "unordered", "no-ids", "no-price"])
-def test_a_full_page_that_cannot_be_paged_on_is_refused(market: _Market, message: str) -> None:
-    with pytest.raises(FetchError, match=message):
-        market.fetch()
+def test_a_full_page_that_cannot_be_paged_on_cuts_its_slice(
+        asks: list[dict[str, Any]], ordered: bool, message: str) -> None:
+    captures, errors = _Market(asks, ordered=ordered).fetch()
+    assert len(errors) >= 1 and re.search(message, errors[0])
+    assert vastai.parse(captures).complete is False
+
+
+# -- the bundled recording behind a server that clamps at 64 asks (tests/fixtures/vastai/clamped64)
+
+CLAMPED = FIX / "clamped64"
+CLAMPED_PLAN = ("H100 SXM",)  # one named slice and the rest: 122 asks to page under the clamp
+
+
+def _clamped_server_answer(query: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a server clamping at 64 answers over the recording's asks, each with its position
+    as its id (tests/fixtures/vastai/clamped64/PROVENANCE.md)."""
+    asks = [{**a, "id": i} for i, a in enumerate(_asks(), start=1)]
+    names = query.get("gpu_name", {})
+    floor = query.get("dph_total", {}).get("gte", float("-inf"))
+    rows = sorted((a for a in asks if a["dph_total"] >= floor
+                   and ("eq" not in names or a["gpu_name"] == names["eq"])
+                   and a["gpu_name"] not in names.get("notin", ())),
+                  key=lambda a: (a["dph_total"], a["id"]))
+    return rows[:min(query["limit"], 64)]
+
+
+def test_the_clamped_replay_is_the_recording_behind_a_64_ask_clamp() -> None:
+    captures = load_captures(CLAMPED, "vastai")
+    assert [(q["gpu_name"], q.get("dph_total"), n) for q, n in _pages_of(captures)] == [
+        ({"eq": "H100 SXM"}, None, 16),
+        ({"notin": ["H100 SXM"]}, None, 50),
+        ({"notin": ["H100 SXM"]}, {"gte": 1.6014814814814813}, 50),
+        ({"notin": ["H100 SXM"]}, {"gte": 4.801481481481481}, 26)]
+    for capture, (query, _) in zip(captures, _pages_of(captures), strict=True):
+        assert json.loads(capture.body)["offers"] == _clamped_server_answer(query)
+    # the search the adapter used to send, all asks at once: the clamp cuts it to 64 of 138
+    assert len(_clamped_server_answer({"limit": 3000})) == 64
+
+
+def test_a_clamped_replay_yields_every_ask_of_the_recording(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vastai, "SLICE_NAMES", CLAMPED_PLAN)
+    with HttpClient("vastai", transport=ReplayTransport(CLAMPED)) as client:
+        captures = vastai.fetch(client, {})
+    assert client.errors == [] and len(captures) == 4
+    result = vastai.parse(captures)
+    assert result.complete is True and result.rejects == []
+    # 142 asks served, 4 of them twice at page ends: every one of the 138 asks, once
+    assert sum(o.available_count or 0 for o in result.offers) == 138
+    whole = vastai.parse([load_capture(SNAP, SUBSET)]).offers
+    assert {(o.offer_key, o.price_per_hour, o.available_count) for o in result.offers} \
+        == {(o.offer_key, o.price_per_hour, o.available_count) for o in whole}
+
+
+def test_a_clamped_replay_with_a_page_missing_is_incomplete(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(vastai, "SLICE_NAMES", CLAMPED_PLAN)
+    archive = _without_page(tmp_path, 3)  # the rest's last page: its 26 dearest asks
+    with HttpClient("vastai", transport=ReplayTransport(archive)) as client:
+        captures = vastai.fetch(client, {})
+    assert len(captures) == 3 and len(client.errors) == 1
+    assert "no recorded response" in str(client.errors[0])
+    result = vastai.parse(captures)
+    assert result.complete is False  # the rest ends on a full page: possibly more after it
+    assert sum(o.available_count or 0 for o in result.offers) < 138
+
+
+def _without_page(tmp_path: Path, index: int) -> Path:
+    """A copy of the clamped replay without its `index`-th page (0-based)."""
+    root = tmp_path / "clamped64"
+    shutil.copytree(CLAMPED, root)
+    manifest = root / "vastai" / "manifest.json"
+    entries = json.loads(manifest.read_text())
+    del entries[index]
+    manifest.write_text(json.dumps(entries))
+    return root

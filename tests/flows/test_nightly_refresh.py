@@ -32,10 +32,12 @@ def test_full_flow_on_bundled_snapshots(tmp_path: Path) -> None:
                              report_root=None,
                              night="2026-12-01")
     assert result["status"] == "ok"
-    # every provider loaded, but Cudo, which is retired (pipeline/data/provider_lifecycle.csv)
-    assert result["providers"].pop("cudo") == "retired"
+    # every provider loaded, but Cudo, which is retired, and Fluidstack, which publishes no
+    # prices (pipeline/data/provider_lifecycle.csv)
+    ended = {"cudo": "retired", "fluidstack": "no_public_prices"}
+    assert {p: result["providers"].pop(p) for p in ended} == ended
     assert set(result["providers"].values()) == {"ok"}
-    assert _runs(db) == {**result["providers"], "cudo": "retired"}
+    assert _runs(db) == {**result["providers"], **ended}
     # the night's raw responses are archived by date and replay through the same code
     night = tmp_path / "archive" / "2026-12-01"
     assert all((night / p / "manifest.json").exists() for p in result["providers"])
@@ -71,6 +73,7 @@ def test_one_failing_provider_does_not_fail_the_others(tmp_path: Path,
     assert result["status"] == "partial"
     runs = _runs(db)
     assert runs.pop("vastai") == "failed" and runs.pop("cudo") == "retired"
+    assert runs.pop("fluidstack") == "no_public_prices"
     assert set(runs.values()) == {"ok"}
 
 

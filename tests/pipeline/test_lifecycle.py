@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,15 @@ def _load_cudo_as_it_was(db: Path) -> int:
 def test_cudo_is_retired_with_a_source() -> None:
     cudo = lifecycle()["cudo"]
     assert cudo.status == "retired" and cudo.source_url.startswith("https://")
-    assert "retired since" in cudo.reason
+    assert cudo.since == date(2026, 3, 31)  # the platform's shutdown (dstack PR #4018)
+    assert "retired since 2026-03-31" in cudo.reason
+
+
+def test_fluidstack_publishes_no_prices_with_a_source() -> None:
+    fluidstack = lifecycle()["fluidstack"]
+    assert fluidstack.status == "no_public_prices"
+    assert fluidstack.source_url.startswith("https://github.com/henryzhangpku/")
+    assert fluidstack.reason.startswith("fluidstack publishes no public prices since 2025-06-01")
 
 
 def test_a_retired_provider_is_closed_not_fetched(tmp_path: Path,

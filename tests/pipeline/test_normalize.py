@@ -6,7 +6,7 @@ from gpuscout.core.catalog import load_catalog
 from gpuscout.core.models import Interconnect, ParsedOffer, PricingModel
 from gpuscout.pipeline.geography import geography
 from gpuscout.pipeline.normalize import normalize
-from gpuscout.pipeline.quality import gate_rows, refresh_refusal
+from gpuscout.pipeline.quality import HoldBack, gate_rows, hold_back
 from gpuscout.pipeline.settings import Settings
 
 T = datetime(2026, 1, 9, tzinfo=UTC)
@@ -58,12 +58,15 @@ def test_row_gates_quarantine_absurd_prices_and_duplicates() -> None:
     assert reasons == ["absurd", "absurd", "duplicate"]
 
 
-def test_refresh_gate_refuses_collapse_and_empty() -> None:
+def test_refresh_gate_refuses_empty_and_holds_a_collapse_back_as_drift() -> None:
     s = Settings()
-    assert refresh_refusal(0, None, s) == "refresh produced no offers"
-    assert "collapsed" in refresh_refusal(4, 100, s)
-    assert refresh_refusal(60, 100, s) is None
-    assert refresh_refusal(3, 8, s) is None  # too small a base to judge
+    assert hold_back(0, {}, [], None, None, s) == HoldBack("refused", "refresh produced no offers")
+    collapsed = hold_back(4, {}, [], 100, None, s)
+    assert collapsed is not None and collapsed.status == "drift"
+    assert collapsed.reason == ("drift: offer count collapsed: 4 vs 100 in the last good "
+                                "refresh (threshold 50%)")
+    assert hold_back(60, {}, [], 100, None, s) is None
+    assert hold_back(3, {}, [], 8, None, s) is None  # too small a base to judge
 
 
 def test_geography() -> None:

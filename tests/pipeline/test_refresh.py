@@ -127,7 +127,8 @@ def test_failed_refresh_keeps_last_good_data_and_marks_stale(server: Server, tmp
         assert con.execute("SELECT last_status FROM provider_status").fetchone() == ("failed",)
 
 
-def test_collapse_is_refused_and_quarantined(server: Server, tmp_path: Path) -> None:
+def test_collapse_is_held_back_as_drift_and_quarantined(server: Server,
+                                                        tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     server.answers = [httpx.Response(200, content=_body(_offers(20)))]
     _run(server, db)
@@ -135,7 +136,7 @@ def test_collapse_is_refused_and_quarantined(server: Server, tmp_path: Path) -> 
     server.now = T0 + timedelta(days=1)
     server.answers = [httpx.Response(200, content=_body(_offers(3)))]
     (rec,) = _run(server, db).providers
-    assert rec.status == "refused" and "collapsed" in (rec.error or "")
+    assert rec.status == "drift" and "collapsed" in (rec.error or "")
     assert _state(db) == before
     with connect(db, read_only=True) as con:
         held = con.execute("SELECT count(*) FROM quarantine WHERE reason LIKE 'refused:%'")

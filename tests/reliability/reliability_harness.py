@@ -181,13 +181,15 @@ CRASH_PROVIDERS = ("vastai", "runpod", "lambda", "scaleway")
 
 
 def _night_b(request: httpx.Request, body: bytes) -> bytes:
-    """Night B's answer: prices up 10 % and one offer gone, per provider."""
+    """Night B's answer: prices up 10 % and one offer gone, per provider (Vast.ai: prices)."""
     host, path = request.url.host, request.url.path
     if host == "console.vast.ai":
-        asks = json.loads(body)
-        kept = [{**a, "dph_total": round(a["dph_total"] * 1.1, 6)} for i, a in enumerate(asks)
-                if i != 73]
-        return json.dumps(kept).encode()
+        # Prices only: the bundled recording answers eight of Vast.ai's slices, so a refresh
+        # from it is never complete and closes no offer that is gone.
+        doc = json.loads(body)
+        doc["offers"] = [{**a, "dph_total": round(a["dph_total"] * 1.1, 6)}
+                         for a in doc["offers"]]
+        return json.dumps(doc).encode()
     if host == "api.runpod.io":
         doc = json.loads(body)
         types = doc["data"]["gpuTypes"]

@@ -12,12 +12,14 @@ a day later, serves the same snapshots with one fault injected into one provider
 - bad rows are quarantined with a reason;
 - no offer is closed because it was not read.
 
-Kinds: paginated JSON (Scaleway, Azure), single JSON (Vast.ai, OVHcloud), GraphQL (RunPod), HTML
-page (Lambda), bulk CSV (AWS). `unexpected_currency` runs on Azure (paginated) and OVHcloud
-(single JSON), whose payloads carry a currency; RunPod's and Lambda's carry none, so there it is
-a price written in another currency ("€0.43"). `fails_half_way`: a later page fails after the
-earlier ones were read (Scaleway page 2 of 3; AWS's spot feed after its price list); a source
-of one request fails half-way through its body.
+Kinds: paginated JSON (Scaleway, Azure), sliced JSON (Vast.ai: one search per GPU name), GraphQL
+(RunPod), HTML page (Lambda), bulk CSV (AWS). `unexpected_currency` runs on Azure (paginated)
+and OVHcloud (single JSON), whose payloads carry a currency; RunPod's and Lambda's carry none, so
+there it is a price written in another currency ("€0.43"). `fails_half_way`: a later page fails
+after the earlier ones were read (Scaleway page 2 of 3; Vast.ai's L40S slice after the others;
+AWS's spot feed after its price list); a source of one request fails half-way through its body.
+A source that goes on without a part it could not read (AWS's region files, Vast.ai's slices)
+loads what it read, incomplete, and names the part.
 """
 
 from __future__ import annotations
@@ -161,28 +163,44 @@ SCALEWAY = Kind(
 )
 
 
-# Vast.ai: single JSON, a list of asks aggregated per GPU shape.
-VAST_ROW = 73  # the one ask of its shape (A100 SXM4 40 GB, 1 GPU): its own offer
+# Vast.ai: sliced JSON, one search per GPU name (`?q=` in the URL), {"offers": [...]} each,
+# aggregated per GPU shape. The edited row is the one ask of its shape (A100 SXM4 40 GB, 1 GPU),
+# on the A100 SXM4 slice's page; a fault of one slice leaves the others read.
+VAST_ROW_MIB = 39936
+
+
+def _vast_slice(name: str) -> Predicate:
+    return lambda r: (r.url.host == "console.vast.ai"
+                      and json.loads(r.url.params.get("q", "{}")).get("gpu_name") == {"eq": name})
+
+
+def _vast_edit(edit: Callable[[list[dict[str, Any]]], None]) -> Transform:
+    return json_edit(lambda doc: edit(doc["offers"]))
+
+
+def _vast_row(asks: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(a for a in asks if (a["gpu_ram"], a["num_gpus"]) == (VAST_ROW_MIB, 1))
 
 
 def _vast_row_price(fn: Callable[[Any], Any]) -> Transform:
     def edit(asks: list[dict[str, Any]]) -> None:
-        asks[VAST_ROW]["dph_total"] = fn(asks[VAST_ROW]["dph_total"])
-    return json_edit(edit)
+        row = _vast_row(asks)
+        row["dph_total"] = fn(row["dph_total"])
+    return _vast_edit(edit)
 
 
 def _vast_all_prices(factor: float) -> Transform:
     def edit(asks: list[dict[str, Any]]) -> None:
         for a in asks:
             a["dph_total"] *= factor
-    return json_edit(edit)
+    return _vast_edit(edit)
 
 
 def _vast_duplicate(asks: list[dict[str, Any]]) -> None:
     # Live asks carry an id: the same ask twice, the second time at another price.
     for i, a in enumerate(asks):
         a["id"] = 1000 + i
-    asks.append({**asks[VAST_ROW], "dph_total": 0.31})
+    asks.append({**_vast_row(asks), "dph_total": 0.31})
 
 
 def _vast_rename(asks: list[dict[str, Any]]) -> None:
@@ -191,18 +209,18 @@ def _vast_rename(asks: list[dict[str, Any]]) -> None:
 
 
 VASTAI = Kind(
-    name="single_json", provider="vastai",
-    row_page=_host("console.vast.ai"), all_pages=_host("console.vast.ai"),
-    half_way=Fault(_host("console.vast.ai"), raises(lambda r: httpx.RemoteProtocolError(
+    name="sliced_json", provider="vastai",
+    row_page=_vast_slice("A100 SXM4"), all_pages=_host("console.vast.ai"),
+    half_way=Fault(_vast_slice("L40S"), raises(lambda r: httpx.RemoteProtocolError(
         "peer closed connection without sending complete message body "
         "(received 4096 bytes, expected 9958)"))),
     row_key="A100 SXM4|1x|39GB|*|on_demand",
     set_row_price=_vast_row_price, set_all_prices=_vast_all_prices,
-    rename_field=json_edit(_vast_rename),
-    drop_row_field=json_edit(lambda asks: asks[VAST_ROW].pop("dph_total")),
-    layout=json_replace(lambda asks: {"data": {"offers": asks}}),
-    empty=json_replace(lambda asks: []),
-    duplicate_row=json_edit(_vast_duplicate),
+    rename_field=_vast_edit(_vast_rename),
+    drop_row_field=_vast_edit(lambda asks: _vast_row(asks).pop("dph_total")),
+    layout=json_replace(lambda doc: {"data": doc}),
+    empty=json_replace(lambda doc: {"offers": []}),
+    duplicate_row=_vast_edit(_vast_duplicate),
     garbage=b"<html><body><h1>502 Bad Gateway</h1></body></html>",
     other_currency=("ovhcloud", Fault(_host("api.us.ovhcloud.com"), rewrites(json_edit(
         lambda doc: doc["locale"].update(currencyCode="XYZ"))))),
@@ -494,50 +512,52 @@ def _expect(fault: str, **by_kind: Expect) -> None:
         EXPECT[(kind, fault)] = e
 
 
-_all = ("paginated_json", "single_json", "graphql", "html_page")
+_all = ("paginated_json", "sliced_json", "graphql", "html_page")
 for _f, _cause in (("timeout", "ReadTimeout"), ("connection_reset", "ReadError"),
                    ("rate_limited_429", "HTTP 429"), ("server_error_5xx", "HTTP 503"),
                    ("truncated_body", "RemoteProtocolError")):
     _expect(_f, **{k: Expect("failed", f"{_cause}.*{_FAILED_FETCH}|{_cause}")
-                   for k in _all},
-            # AWS goes on without a region file it cannot read: loaded, incomplete, named.
+                   for k in _all if k != "sliced_json"},
+            # AWS goes on without a region file it cannot read, Vast.ai without a slice:
+            # loaded, incomplete, named.
+            sliced_json=Expect("ok", f"{_INCOMPLETE}.*{_cause}"),
             bulk_csv=Expect("ok", f"{_INCOMPLETE}.*{_cause}"))
 _expect("invalid_body",
-        paginated_json=Expect("failed", "not JSON"), single_json=Expect("failed", "not JSON"),
+        paginated_json=Expect("failed", "not JSON"), sliced_json=Expect("failed", "not JSON"),
         graphql=Expect("failed", "not JSON"), html_page=Expect("failed", "no pricing table"),
         bulk_csv=Expect("failed", "no header row starting with SKU"))
 _expect("renamed_field",
         paginated_json=Expect("failed", "no Instance type has 'hourly_price'"),
-        single_json=Expect("failed", "no offer has 'dph_total'"),
+        sliced_json=Expect("failed", "no offer has 'dph_total'"),
         graphql=Expect("failed", "securePrice"),
         html_page=Expect("failed", "no 'PRICE/GPU/HR' column"),
         bulk_csv=Expect("failed", "no 'PricePerUnit' column"))
 _expect("missing_field",
         paginated_json=Expect("ok", _KEPT, "hourly_price is not a price"),
-        single_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price"),
+        sliced_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price"),
         graphql=Expect("ok", _KEPT, "securePrice"),
         html_page=Expect("ok", _INCOMPLETE, "cells under the header"),
         bulk_csv=Expect("ok", _KEPT, "no positive hourly price"))
 _expect("changed_layout",
-        paginated_json=Expect("failed", "expected"), single_json=Expect("failed", "expected"),
+        paginated_json=Expect("failed", "expected"), sliced_json=Expect("failed", "expected"),
         graphql=Expect("failed", "expected data.gpuTypes"),
         html_page=Expect("failed", "no on-demand instance table"),
         bulk_csv=Expect("failed", "no header row starting with SKU"))
 _expect("empty_result",
-        paginated_json=Expect("refused", "no offers"), single_json=Expect("refused", "no offers"),
+        paginated_json=Expect("refused", "no offers"), sliced_json=Expect("refused", "no offers"),
         graphql=Expect("refused", "no offers"),
         html_page=Expect("failed", "no pricing table rows"),
         bulk_csv=Expect("ok", _INCOMPLETE))
 _expect("fails_half_way",
         paginated_json=Expect("failed", "HTTP 503 after 4 attempts"),
-        single_json=Expect("failed", "RemoteProtocolError"),
+        sliced_json=Expect("ok", f"{_INCOMPLETE}.*RemoteProtocolError"),
         graphql=Expect("failed", "RemoteProtocolError"),
         html_page=Expect("failed", "RemoteProtocolError"),
-        # Without the spot feed, AWS has its one on-demand offer left: a collapse, refused.
-        bulk_csv=Expect("refused", "collapsed.*not read.*HTTP 503"))
+        # Without the spot feed, AWS has its one on-demand offer left: a collapse, drift.
+        bulk_csv=Expect("drift", "collapsed.*not read.*HTTP 503"))
 _expect("price_zero",
         paginated_json=Expect("ok", _KEPT, "hourly_price is not a price: 0"),
-        single_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price: 0"),
+        sliced_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price: 0"),
         # RunPod's API says "not offered in this tier" with a price of 0 (PROVENANCE.md): the
         # offer is read as withdrawn and closed, like any offer that is gone.
         graphql=Expect("ok", "", closes=frozenset({f"{RUNPOD_ROW}|secure|on_demand"})),
@@ -545,7 +565,7 @@ _expect("price_zero",
         bulk_csv=Expect("ok", _KEPT, "no positive hourly price"))
 _expect("price_negative",
         paginated_json=Expect("ok", _KEPT, "hourly_price is not a price: -"),
-        single_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price: -"),
+        sliced_json=Expect("ok", _INCOMPLETE, "dph_total is not a positive price: -"),
         graphql=Expect("ok", _KEPT, "securePrice is not a price: -"),
         html_page=Expect("ok", _INCOMPLETE, "unrecognised price '-\\$"),
         bulk_csv=Expect("ok", _KEPT, "no positive hourly price"))
@@ -556,13 +576,13 @@ for _k in (*_all, "bulk_csv"):
     _expect("prices_jump_40x", **{_k: Expect("refused", "prices jumped", "refused: prices")})
 _expect("duplicate_rows",
         paginated_json=Expect("ok", _KEPT, "two different"),
-        single_json=Expect("ok", _KEPT, "two different"),
+        sliced_json=Expect("ok", _KEPT, "two different"),
         graphql=Expect("ok", _KEPT, "two different"),
         html_page=Expect("ok", _KEPT, "two different"),
         bulk_csv=Expect("ok", _KEPT, "two different prices"))
 _expect("unexpected_currency",
         paginated_json=Expect("refused", "no offers", "no USD rate for currency XYZ"),
-        single_json=Expect("ok", _HELD, "no USD rate for currency XYZ"),
+        sliced_json=Expect("ok", _HELD, "no USD rate for currency XYZ"),
         graphql=Expect("ok", _KEPT, "securePrice is not a price"),
         html_page=Expect("ok", _INCOMPLETE, "unrecognised price"),
         bulk_csv=Expect("ok", _HELD, "no USD rate for currency XYZ"))

@@ -31,6 +31,11 @@ def _edited(provider: str, url_part: str, edit: Callable[[Any], object]) -> list
     return out
 
 
+def _vast_asks(doc: Any) -> list[dict[str, Any]]:
+    """The asks of a Vast.ai page: {"offers": [...]}, or a bare list (the 4-field recording)."""
+    return doc["offers"] if isinstance(doc, dict) else doc
+
+
 def _sizes(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every size of the spot feed (most are not GPU machines: only those reach the prices)."""
     return [s for r in doc["config"]["regions"] for g in r["instanceTypes"] for s in g["sizes"]]
@@ -38,8 +43,10 @@ def _sizes(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 CASES: dict[str, tuple[str, str, Callable[[Any], object]]] = {
     # vastai: VRAM of NaN or infinity reached round() (ValueError / OverflowError)
-    "vastai gpu_ram infinite": ("vastai", "vast.ai", lambda d: d[0].update(gpu_ram=float("inf"))),
-    "vastai gpu_ram NaN": ("vastai", "vast.ai", lambda d: d[0].update(gpu_ram=float("nan"))),
+    "vastai gpu_ram infinite": ("vastai", "vast.ai",
+                                lambda d: _vast_asks(d)[0].update(gpu_ram=float("inf"))),
+    "vastai gpu_ram NaN": ("vastai", "vast.ai",
+                           lambda d: _vast_asks(d)[0].update(gpu_ram=float("nan"))),
     # aws spot feed: fields of the wrong type reached .get(), hashing and the alias table
     "aws spot valueColumns not objects": (
         "aws", "spot.json", lambda d: [s.update(valueColumns=[1.5, None]) for s in _sizes(d)]),

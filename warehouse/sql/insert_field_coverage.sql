@@ -1,0 +1,2 @@
+INSERT INTO refresh_field_coverage BY NAME
+SELECT * FROM incoming_coverage;
