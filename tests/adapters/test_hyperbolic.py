@@ -405,8 +405,9 @@ def test_a_source_that_cannot_be_read_costs_only_its_own_offers(broken: str, par
 @pytest.mark.parametrize(("failing", "status", "loaded"), [
     # 46 of 59 offers: loaded, incomplete, and the 13 options not read stay open
     (OPTIONS_URL, "ok", 46),
-    # 13 of 59 is below the collapse gate's share of the last good count: refused, all kept
-    (URL, "refused", 0),
+    # 13 of 59 is below the collapse gate's share of the last good count: held back as drift,
+    # all kept
+    (URL, "drift", 0),
 ])
 def test_a_refresh_with_one_source_down_closes_none_of_its_offers(
         tmp_path: Path, failing: str, status: str, loaded: int) -> None:

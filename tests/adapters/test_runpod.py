@@ -354,7 +354,9 @@ def _rest_from_graphql() -> dict[str, Any]:
     return {"gpus": [{"id": t["id"], "name": t["displayName"], "memory": t["memoryInGb"],
                       "secure": t["secureCloud"], "community": t["communityCloud"],
                       "price": {"secure": t["securePrice"], "community": t["communityPrice"]},
-                      "maxCount": {"secure": t["maxGpuCount"], "community": t["maxGpuCount"]}}
+                      "maxCount": {"secure": t["maxGpuCount"], "community": t["maxGpuCount"]},
+                      **({"availability": t["lowestPrice"]["stockStatus"].upper()}
+                         if (t.get("lowestPrice") or {}).get("stockStatus") else {})}
                      for t in types]}
 
 
@@ -551,7 +553,7 @@ def test_a_rest_only_refresh_closes_no_spot_offer(tmp_path: Path,
     db = tmp_path / "w.duckdb"
     settings = Settings()
 
-    def refreshed(transport: httpx.BaseTransport) -> RunRecord:
+    def refreshed(transport: httpx.BaseTransport, settings: Settings = settings) -> RunRecord:
         collected = collect("runpod", source=Source("live"), transport=transport,
                             recorder=None, settings=settings, catalog=load_catalog())
         with connect(db) as con:
@@ -560,15 +562,21 @@ def test_a_rest_only_refresh_closes_no_spot_offer(tmp_path: Path,
 
     first = refreshed(_Server())
     assert (first.status, first.complete, first.offers_loaded) == ("ok", True, 30)
-    second = refreshed(_Server(graphql=410))  # GraphQL retired: the REST catalog alone
+    # GraphQL retired: the REST catalog alone states stock for the cloud asked only, so the
+    # drift gate holds the night back until the operator accepts the switch once
+    held = refreshed(_Server(graphql=410))
+    assert (held.status, held.offers_loaded, held.closed_offers) == ("drift", 0, 0)
+    assert held.error and "stock empty" in held.error
+    accepted = Settings(drift_field_share=0.01)  # GPUSCOUT_DRIFT_FIELD_SHARE=0.01, once
+    second = refreshed(_Server(graphql=410), accepted)
     assert (second.status, second.complete, second.offers_loaded) == ("ok", False, 15)
     assert (second.closed_offers, second.unchanged_offers) == (0, 15)
     assert second.error and second.error.startswith("incomplete: ") and "HTTP 410" in second.error
     with connect(db, read_only=True) as con:
         open_now = con.execute("SELECT pricing_model, count(*) FROM current_offers WHERE "
                                "provider = 'runpod' GROUP BY 1 ORDER BY 1").fetchall()
-        quarantined = con.execute("SELECT reason FROM quarantine WHERE provider = 'runpod'"
-                                  ).fetchall()
+        quarantined = con.execute("SELECT reason FROM quarantine WHERE provider = 'runpod' "
+                                  "AND run_id = $1", [second.run_id]).fetchall()
     assert open_now == [("on_demand", 15), ("spot", 15)]
     assert quarantined == [(runpod.SPOT_NOT_READ,)]
 
