@@ -53,7 +53,9 @@ from gpuscout.report import publish_report
 from gpuscout.warehouse.connection import connect
 
 # A provider that has not answered in 10 minutes is stuck; the HTTP client's own retries and
-# timeouts (30 s read, 4 attempts) fit well inside it.
+# timeouts (30 s read, 4 attempts) fit well inside it. It sizes the collect deadline below:
+# the tasks carry no Prefect timeout, which cannot interrupt a task in a worker thread (Prefect
+# says so at every task run) and starts a watcher thread per task run.
 PROVIDER_TIMEOUT_S = 600
 # Staggered: a short blip, a rate-limit window, a provider restarting.
 RETRY_DELAYS_S: list[float] = [30, 120, 600]
@@ -90,7 +92,7 @@ def _recorder(source: Source) -> ArchiveWriter | None:
 
 @task(name="collect", task_run_name="collect {provider}", retries=len(RETRY_DELAYS_S),
       retry_delay_seconds=RETRY_DELAYS_S, retry_condition_fn=_retry_only_transient,
-      timeout_seconds=PROVIDER_TIMEOUT_S, cache_policy=NO_CACHE, persist_result=False)
+      cache_policy=NO_CACHE, persist_result=False)
 def collect_provider(provider: str, source: Source, fx: dict[str, float]) -> Collected:
     """Fetch, archive, parse, normalize and gate one provider (the CLI calls `collect` too)."""
     return collect(provider, source=source, transport=_transport(source),
@@ -99,8 +101,7 @@ def collect_provider(provider: str, source: Source, fx: dict[str, float]) -> Col
 
 @task(name="collect-head", task_run_name="collect {provider} (indexes)",
       retries=len(RETRY_DELAYS_S), retry_delay_seconds=RETRY_DELAYS_S,
-      retry_condition_fn=_retry_only_transient, timeout_seconds=PROVIDER_TIMEOUT_S,
-      cache_policy=NO_CACHE, persist_result=False)
+      retry_condition_fn=_retry_only_transient, cache_policy=NO_CACHE, persist_result=False)
 def collect_head(provider: str, source: Source) -> Head:
     """What every part of a provider fetched in parts needs (AWS: the two indexes)."""
     return fetch_head(provider, source=source, transport=_transport(source),
@@ -109,8 +110,7 @@ def collect_head(provider: str, source: Source) -> Head:
 
 @task(name="collect-part", task_run_name="collect {provider} {part}",
       retries=len(RETRY_DELAYS_S), retry_delay_seconds=RETRY_DELAYS_S,
-      retry_condition_fn=_retry_only_transient, timeout_seconds=PROVIDER_TIMEOUT_S,
-      cache_policy=NO_CACHE, persist_result=False)
+      retry_condition_fn=_retry_only_transient, cache_policy=NO_CACHE, persist_result=False)
 def collect_part(provider: str, head: Head, part: str, source: Source) -> Fetched:
     """One part of a provider (AWS: one region's offer file, or the spot feeds)."""
     return fetch_one(provider, head, part, source=source, transport=_transport(source),
@@ -172,13 +172,21 @@ def task_runner(name: TaskRunnerName = "threads", *, dask_address: str | None = 
                 workers: int = 2) -> Any:
     """The runner the collect tasks run on: Prefect's thread pool, or Dask (prefect-dask):
     an existing cluster at `dask_address`, else a local one on loopback with `workers`
-    in-process workers (captures pass between tasks in memory)."""
+    in-process workers (captures pass between tasks in memory).
+
+    The local cluster's workers do not profile: a worker samples every thread's stack
+    (`sys._current_frames`) every 10 ms, and on CPython 3.11 before 3.11.9 that call can
+    deadlock against the GIL (python/cpython#116969, fixed by #117332), which hung one Dask run
+    in ten here with every thread waiting. A remote cluster's workers are configured where
+    they run (`distributed.worker.profile.enabled: false`)."""
     if name == "threads":
         return ThreadPoolTaskRunner()
+    import dask
     from prefect_dask.task_runners import DaskTaskRunner  # only a Dask run imports it
 
     if dask_address:
         return DaskTaskRunner(address=dask_address)
+    dask.config.set({"distributed.worker.profile.enabled": False})
     return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 4,
                                           "processes": False, "protocol": "tcp",
                                           "host": "127.0.0.1",
