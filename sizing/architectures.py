@@ -539,13 +539,16 @@ _ALL_BIAS = {"gpt2", "gpt_neox", "bloom", "gpt_bigcode", "opt", "phi", "bert", "
              "starcoder2"}
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen", "chatglm", "mimo"}
 # q and k normed per head (one head_dim weight each, shared by the heads)
-_QK_HEAD_NORM = ("qwen3", "gemma3", "apertus")
+_QK_HEAD_NORM = ("qwen3", "gemma3", "apertus", "exaone4")
 # q and k normed over the whole projection (OLMo-2/3, MiniMax-M2: q_dim and kv_dim weights)
 _QK_FULL_NORM = ("olmo2", "olmo3", "minimax_m2")
-# four norms per block: around attention and around the MLP
-_FOUR_NORMS = ("gemma2", "gemma3", "glm4")
+# four norms per block: around attention and around the MLP (GLM-4 dense only: the
+# glm4_moe / glm4_moe_lite blocks keep the usual two)
+_FOUR_NORMS = ("gemma2", "gemma3")
 _GATED_SHARED_EXPERT = ("qwen2_moe", "qwen3_next", "qwen3_5_moe")
-_LATENT_ATTENTION = ("deepseek_v2", "deepseek_v3", "kimi_k2")
+# DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa) add a sparse-attention indexer of
+# about 0.1 % of their weights, which is not counted; GLM-4.7-Flash is glm4_moe_lite
+_LATENT_ATTENTION = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm_moe_dsa", "glm4_moe_lite")
 
 
 def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -614,6 +617,8 @@ def _attention_fields(cfg: dict[str, Any], mt: str, heads: int, h: int) -> dict[
 
 
 def _qk_norm(cfg: dict[str, Any], mt: str) -> Literal["none", "head", "full"]:
+    if mt.startswith("llama4"):  # use_qk_norm is Llama 4's L2 norm, which has no weight
+        return "none"
     if mt.startswith(_QK_FULL_NORM):
         return "full"
     if mt.startswith(_QK_HEAD_NORM) or cfg.get("use_qk_norm") or cfg.get("qk_layernorm"):
@@ -648,7 +653,8 @@ def from_hf_config(cfg: dict[str, Any], name: str = "config.json", *,
     gated = mt not in _PLAIN_MLP and ("gated" in act or mt != "t5")
     enc_dec = bool(cfg.get("is_encoder_decoder"))
     encoder_only = mt in ("bert", "roberta", "deberta", "deberta-v2", "distilbert")
-    tie = bool(cfg.get("tie_word_embeddings", mt not in ("llama", "mistral", "qwen")))
+    # a config that omits tie_word_embeddings takes its config class's default
+    tie = bool(cfg.get("tie_word_embeddings", mt not in ("llama", "mistral", "qwen", "llama4")))
     try:
         return Architecture(
             model_id=model_id or str(cfg.get("_name_or_path") or name), family=mt or "unknown",
@@ -665,7 +671,7 @@ def from_hf_config(cfg: dict[str, Any], name: str = "config.json", *,
             else ("qkv" if mt in _QKV_BIAS or cfg.get("attention_bias")
                   or cfg.get("use_qkv_bias") or cfg.get("add_qkv_bias") else "none"),
             norm="layer" if mt in _LAYERNORM else "rms",
-            norms_per_layer=4 if mt.startswith(_FOUR_NORMS) else 2,
+            norms_per_layer=4 if mt.startswith(_FOUR_NORMS) or mt == "glm4" else 2,
             qk_norm=_qk_norm(cfg, mt),
             learned_positions=int(cfg.get("max_position_embeddings", 0))
             if mt in ("gpt2", "gpt_bigcode", "bert", "roberta") else 0,
