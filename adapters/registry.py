@@ -29,6 +29,7 @@ PROVIDERS: dict[str, str] = {
     "gcp": "gcp",
     "gpuai": "gpuai",
     "hotaisle": "hotaisle",
+    "huggingface": "huggingface",
     "hyperbolic": "hyperbolic",
     "hyperstack": "hyperstack",
     "ibmcloud": "ibmcloud",
