@@ -36,6 +36,7 @@ PROVIDERS: dict[str, str] = {
     "jarvislabs": "jarvislabs",
     "lambda": "lambdalabs",
     "latitude": "latitude",
+    "linode": "linode",
     "lium": "lium",
     "massedcompute": "massedcompute",
     "nebius": "nebius",
