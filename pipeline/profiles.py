@@ -41,6 +41,7 @@ PROVIDERS: tuple[str, ...] = (
     "primeintellect", "seeweb", "shadeform",
     "daytona", "together", "gpuai", "computepulse", "gmicloud", "sesterce", "tensorpool",
     "deepinfra", "fal",
+    "huggingface", "linode",
 )
 
 SpotPricing = Literal["market", "fixed_discount", "bid"]

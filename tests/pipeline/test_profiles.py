@@ -28,8 +28,8 @@ from gpuscout.pipeline.profiles import (
 # the provider from this set (the test below insists the set is exact).
 NO_BILLING_SOURCE = {
     "computepulse", "crusoe", "deepinfra", "fluidstack", "gmicloud", "gpuai", "hotaisle",
-    "hyperbolic", "ibmcloud", "latitude", "lium", "primeintellect", "seeweb", "sesterce",
-    "tensorpool", "together",
+    "hyperbolic", "ibmcloud", "latitude", "linode", "lium", "primeintellect", "seeweb",
+    "sesterce", "tensorpool", "together",
 }
 
 
