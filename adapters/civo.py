@@ -37,6 +37,7 @@ from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.toolkit import (
+    header_cells,
     newest_wins,
     node_text,
     one_price_per_key,
@@ -104,7 +105,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
                           "'NVIDIA ... GPU pricing'", "caption")
     results: list[ParsedOffer | Reject] = []
     for table, label in tables:
-        heads = [node_text(th).lower() for th in table.css("thead th")]
+        heads = [c.lower() for c in header_cells(table)]
         for column in REQUIRED_COLUMNS:
             if column not in heads:
                 raise parse_error(NAME, capture, f"GPU table {label!r} without a "

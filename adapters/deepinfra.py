@@ -31,6 +31,7 @@ from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.toolkit import (
+    header_cells,
     newest_wins,
     node_text,
     one_price_per_key,
@@ -64,7 +65,7 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     tree = LexborHTMLParser(capture.text())
     tables = [t for t in tree.css("table")
-              if tuple(node_text(th).lower() for th in t.css("thead th")) == HEADER]
+              if tuple(c.lower() for c in header_cells(t)) == HEADER]
     if not tables:
         raise parse_error(NAME, capture, "no table headed GPU | Memory | Price", "GPU")
     results: list[ParsedOffer | Reject] = []

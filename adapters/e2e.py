@@ -43,6 +43,7 @@ from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.toolkit import (
     as_dict,
+    header_cells,
     newest_wins,
     node_text,
     one_price_per_key,
@@ -114,7 +115,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
         raise parse_error(NAME, capture, f"no footnote {PER_GPU_FOOTNOTE!r}: the table's "
                           "prices cannot be read as per GPU", PER_GPU_FOOTNOTE)
     increment = 60 if any(PER_MINUTE in node_text(p) for p in tree.css("p")) else None
-    heads = [node_text(th) for th in table.css("thead th")]
+    heads = header_cells(table)
     rows = table.css("tbody tr")
     if not rows:
         raise parse_error(NAME, capture, "GPU price table without rows", "tbody tr")
@@ -130,11 +131,11 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
 def _price_table(capture: Capture, tree: LexborHTMLParser) -> LexborNode:
     """The one table with an "Hourly/On-Demand" column and every other column of the layout."""
     tables = [t for t in tree.css("table")
-              if HOURLY in [node_text(th) for th in t.css("thead th")]]
+              if HOURLY in header_cells(t)]
     if len(tables) != 1:
         raise parse_error(NAME, capture, f"expected one table with a {HOURLY!r} column, found "
                           f"{len(tables)}", HOURLY)
-    heads = [node_text(th) for th in tables[0].css("thead th")]
+    heads = header_cells(tables[0])
     for column in COLUMNS:
         if column not in heads:
             raise parse_error(NAME, capture, f"GPU price table without a {column!r} column: "

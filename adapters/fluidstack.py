@@ -26,6 +26,7 @@ from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.toolkit import (
+    header_cells,
     newest_wins,
     node_text,
     one_price_per_key,
@@ -63,7 +64,7 @@ def _parse_page(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     table = LexborHTMLParser(capture.text()).css_first(TABLE)
     if table is None:
         raise parse_error(NAME, capture, "no <table class=\"pricing_table\">", TABLE)
-    heads = [node_text(th) for th in table.css("thead th")]
+    heads = header_cells(table)
     columns = _columns(heads)
     for required in ("vram", "on_demand"):
         if required not in columns.values():

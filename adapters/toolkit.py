@@ -12,7 +12,8 @@
   rule across captures.
 - Sources apart: `fetch_apart` and `read_apart` fetch and read a provider's independent sources
   each on its own, so that one that fails costs only its own offers.
-- HTML: `node_text` is a node's text with its whitespace collapsed.
+- HTML: `node_text` is a node's text with its whitespace collapsed, `header_cells` a table's
+  column headings.
 """
 
 from __future__ import annotations
@@ -349,3 +350,8 @@ def node_text(node: LexborNode) -> str:
     """The node's text with runs of whitespace collapsed, &nbsp; included (str.split knows
     Unicode spaces), so a price cell reads "$1.90" whatever the page's formatting."""
     return " ".join(node.text(separator=" ").split())
+
+
+def header_cells(table: LexborNode) -> list[str]:
+    """A table's column headings (its `thead th` cells), as `node_text` reads them."""
+    return [node_text(th) for th in table.css("thead th")]
