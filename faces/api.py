@@ -221,7 +221,9 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
               spot: SpotPolicy = "allow", max_hours: float | None = None,
               checkpoint_every_min: float | None = None,
               max_price_age_days: float | None = 7.0,
-              storage_gb: float | None = None,
+              storage_gb: float | None = None, keep_days: float = 0.0,
+              download_gb: float | None = None,
+              require: Sequence[str] | str | None = None,
               providers: Sequence[str] | None = None, region: str | None = None,
               limit: int = 10, commitment: str = "none", max_usd: float | None = None,
               min_reliability: float | None = None, correction: bool = True,
@@ -235,7 +237,13 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
     `max_usd` caps the whole run's cost; `min_reliability` (0 to 1) a marketplace host's
     reliability. The parallelism is chosen per offer. With `correction`, your runs stored in
     `db` correct the machines of their GPU, framework and method; `pessimistic` ranks every
-    offer at the slow end of its range."""
+    offer at the slow end of its range (and an unknown storage or egress price at the dearest
+    sourced rate). The run's storage (base model, dataset and its tokenized cache, two
+    checkpoints, final weights; `storage_gb` replaces the sum) is charged for its hours and
+    `keep_days` after; the download at the end (`download_gb`, default the final weights) as
+    egress. `require` (["docker", "per-second-billing"] or "docker,per-second-billing": ssh,
+    docker, jupyter, persistent-storage, per-second-billing) sets aside offers whose provider
+    lacks one or does not say."""
     from gpuscout.pipeline.recommend import (
         RecommendRequest,
         commitment_from_option,
@@ -251,13 +259,28 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective,
         spot=spot, max_hours=max_hours, checkpoint_every_min=checkpoint_every_min,
         max_price_age_days=max_price_age_days,
-        storage_gb=storage_gb, providers=list(providers) if providers else None,
+        storage_gb=storage_gb, keep_days=keep_days, download_gb=download_gb,
+        dataset_tokens=None if dataset_tokens is None else max(1, int(dataset_tokens)),
+        require=_requirements(require), providers=list(providers) if providers else None,
         region=region, limit=limit, commitment=policy, max_commitment_months=months,
         max_usd=max_usd, min_reliability=min_reliability, framework=the_job.framework,
         correction=correction, pessimistic=pessimistic)
     with connect(_db(db), read_only=True) as con:
         rec = run_recommend(con, arch, spec, request)
     return rec.model_copy(update={"warnings": warnings})
+
+
+def _requirements(require: Sequence[str] | str | None) -> tuple[Any, ...]:
+    """`require` as recommend takes it: names, or one comma-separated string."""
+    from gpuscout.pipeline.profiles import parse_requirements
+
+    if require is None:
+        return ()
+    if isinstance(require, str):
+        return parse_requirements(require)
+    if not all(isinstance(r, str) for r in require):
+        raise UserInputError("require takes names such as 'ssh' or 'docker'")
+    return parse_requirements(",".join(require))
 
 
 def provider_checklist(*, today: date | None = None) -> list[ChecklistRow]:

@@ -446,9 +446,10 @@ def _recommendation_html(data: ReportData) -> str:
                              "total $"], rows, "recommendation"))
     parts.append(
         f"<p class=\"note\">{rec.offers_evaluated} offers priced over {rec.shapes_evaluated} "
-        f"machine shapes; storage {rec.storage_gb:,.1f} GB during the run (base model, "
-        f"tokenized data, two checkpoints of {rec.checkpoint_gb:,.2f} GB), final weights "
-        f"{rec.egress_gb:,.2f} GB downloaded.</p>")
+        f"machine shapes; storage {rec.storage_gb:,.1f} GB during the run"
+        f"{f' and {rec.keep_days:g} days after' if rec.keep_days else ''} (base model, "
+        f"dataset and its tokenized cache, two checkpoints of {rec.checkpoint_gb:,.2f} GB, "
+        f"final weights), {rec.egress_gb:,.2f} GB downloaded at the end.</p>")
     parts += [f'<p class="note">{_e(n)}</p>' for n in [set_aside_line(rec), *rec.price_notes]]
     if rec.managed:
         rows = [f'<tr class="managed"><td>{_e(q.service)}</td><td>{_e(q.method)}</td>'

@@ -157,6 +157,7 @@ class Sourced(BaseModel, Generic[T]):
     fact: str
     state: FactState
     value: T | None = None
+    provider: str | None = None  # whose profile it was read from
     source_url: str | None = None
     verified_at: date | None = None
     note: str | None = None
@@ -249,8 +250,8 @@ class ProviderProfile(BaseModel):
         if fact not in FACTS:
             raise KeyError(fact)
         return Sourced[Any](fact=fact, state=self.state(fact), value=getattr(self, fact),
-                            source_url=self.sources.get(fact), verified_at=self.verified.get(fact),
-                            note=self.notes.get(fact))
+                            provider=self.provider, source_url=self.sources.get(fact),
+                            verified_at=self.verified.get(fact), note=self.notes.get(fact))
 
     def storage_rate(self) -> Sourced[float]:
         """Persistent storage, USD per GB-month."""
@@ -285,7 +286,7 @@ class ProviderProfile(BaseModel):
         if req is Requirement.PER_SECOND_BILLING:
             inc = self.billing(PricingModel.ON_DEMAND).increment_s
             return "unknown" if inc.value is None else "yes" if inc.value <= 1 else "no"
-        value = getattr(self, _REQUIREMENT_FACT[req])
+        value = getattr(self, REQUIREMENT_FACT[req])
         return "unknown" if value is None else "yes" if value else "no"
 
     def billed_seconds(self, run_s: float) -> int | None:
@@ -300,12 +301,29 @@ class ProviderProfile(BaseModel):
         return max(math.ceil(max(run_s, 0.0) / inc) * inc, self.min_charge_s or 0)
 
 
-_REQUIREMENT_FACT = {
+# The fact each `--require` name reads (per-second billing: the increment of the offer's kind).
+REQUIREMENT_FACT = {
     Requirement.SSH: "ssh",
     Requirement.DOCKER: "docker_images",
     Requirement.JUPYTER: "jupyter",
     Requirement.PERSISTENT_STORAGE: "persistent_storage",
+    Requirement.PER_SECOND_BILLING: "billing_increment_s",
 }
+
+
+def dearest(fact: str, profiles: dict[str, ProviderProfile] | None = None,
+            ) -> Sourced[float] | None:
+    """The highest sourced value of a price fact across the providers, with its provider and
+    source; None when no provider has one. An unknown price is counted up to this bound: a
+    stated assumption (no provider is known to charge more), never a fact of the provider."""
+    if FACTS[fact][2] != pa.float64():
+        raise KeyError(f"{fact} is not a price")
+    profiles = load_profiles() if profiles is None else profiles
+    known = [p.fact(fact) for p in profiles.values() if p.state(fact) == "known"]
+    if not known:
+        return None
+    top = max(known, key=lambda s: (s.value, s.provider or ""))
+    return Sourced[float].model_validate(top.model_dump())
 
 
 def _fail(path: Path, line: int, msg: str) -> DataError:

@@ -159,6 +159,24 @@ def test_recommend_on_the_bundled_snapshots(db: Path) -> None:
     assert any(r["rejected_because"].startswith("memory wall") for r in cheaper)
 
 
+def test_recommend_require_sets_aside_and_counts(db: Path) -> None:
+    out = json.loads(_cli("recommend", "--model", "meta-llama/Llama-3.1-8B", "--method",
+                          "qlora", "--tokens", "1e8", "--require", "docker,per-second-billing",
+                          "--keep-days", "2", "--download-gb", "20", "--db", str(db),
+                          "--format", "json"))
+    assert out["required"] == ["docker", "per-second-billing"] and out["keep_days"] == 2
+    assert out["egress_gb"] == 20
+    assert any(k.startswith("--require docker ") for k in out["set_aside"])
+    for r in out["ranked"]:
+        assert {c["what"] for c in r["charges"]} == {"billing", "storage", "egress"}
+        assert next(c for c in r["charges"] if c["what"] == "billing")["rate"] == 1
+    proc = subprocess.run([sys.executable, "-m", "gpuscout", "recommend", "--model",
+                           "llama-3.1-8b", "--tokens", "1e8", "--require", "gpu", "--db",
+                           str(db)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown requirement 'gpu'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_recommend_needs_a_training_volume(db: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "gpuscout",
                            "recommend", "--model", "llama-3.1-8b", "--db", str(db)],

@@ -19,7 +19,9 @@ from gpuscout.cli.run_options import (
     CheckpointEveryOpt,
     CommitmentOpt,
     DatasetTokensOpt,
+    DownloadGbOpt,
     EpochsOpt,
+    KeepDaysOpt,
     MaxHoursOpt,
     MaxPriceAgeOpt,
     MaxUsdOpt,
@@ -28,6 +30,7 @@ from gpuscout.cli.run_options import (
     ObjectiveOpt,
     ProviderOpt,
     RegionOpt,
+    RequireOpt,
     SpotOpt,
     SpotPolicy,
     StorageGbOpt,
@@ -50,7 +53,9 @@ def recommend_command(
     min_reliability: MinReliabilityOpt = None,
     spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
     max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
-    storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
+    storage_gb: StorageGbOpt = None, keep_days: KeepDaysOpt = 0.0,
+    download_gb: DownloadGbOpt = None, require: RequireOpt = None,
+    provider: ProviderOpt = None, region: RegionOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
     explain: Annotated[bool, typer.Option(
         "--explain", help="also list cheaper offers that were rejected, and why")] = False,
@@ -75,7 +80,8 @@ def recommend_command(
         job, db=warehouse(db), tokens=tokens, dataset_tokens=dataset_tokens, epochs=epochs,
         objective=objective.value, spot=spot.value, max_hours=max_hours,
         checkpoint_every_min=checkpoint_every, max_price_age_days=max_price_age or None,
-        storage_gb=storage_gb, providers=provider,
+        storage_gb=storage_gb, keep_days=keep_days, download_gb=download_gb,
+        require=require, providers=provider,
         region=region, limit=limit, commitment=commitment, max_usd=max_usd,
         min_reliability=min_reliability, correction=correction, pessimistic=pessimistic)
     if format is TableOrJson.json:

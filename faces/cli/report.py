@@ -18,7 +18,9 @@ from gpuscout.cli.run_options import (
     CheckpointEveryOpt,
     CommitmentOpt,
     DatasetTokensOpt,
+    DownloadGbOpt,
     EpochsOpt,
+    KeepDaysOpt,
     MaxHoursOpt,
     MaxPriceAgeOpt,
     MaxUsdOpt,
@@ -27,6 +29,7 @@ from gpuscout.cli.run_options import (
     ObjectiveOpt,
     ProviderOpt,
     RegionOpt,
+    RequireOpt,
     SpotOpt,
     SpotPolicy,
     StorageGbOpt,
@@ -51,7 +54,9 @@ def report_command(
     min_reliability: MinReliabilityOpt = None,
     spot: SpotOpt = SpotPolicy.allow, checkpoint_every: CheckpointEveryOpt = None,
     max_price_age: MaxPriceAgeOpt = MAX_PRICE_AGE_DAYS,
-    storage_gb: StorageGbOpt = None, provider: ProviderOpt = None, region: RegionOpt = None,
+    storage_gb: StorageGbOpt = None, keep_days: KeepDaysOpt = 0.0,
+    download_gb: DownloadGbOpt = None, require: RequireOpt = None,
+    provider: ProviderOpt = None, region: RegionOpt = None,
     limit: Annotated[int, typer.Option(
         "--limit", min=1, help="offers in the recommendation")] = 10,
     top_gpus: Annotated[int, typer.Option(
@@ -63,6 +68,7 @@ def report_command(
     The job defaults to QLoRA of meta-llama/Llama-3.1-8B, batch 4, on 1e8 tokens; --model,
     --config or --params replace the model. The page needs no network to open.
     """
+    from gpuscout.pipeline.profiles import parse_requirements
     from gpuscout.pipeline.recommend import (
         RecommendRequest,
         commitment_from_option,
@@ -81,7 +87,10 @@ def report_command(
         tokens=tokens_from_options(tokens, dataset_tokens, epochs), objective=objective.value,
         spot=spot.value, max_hours=max_hours, checkpoint_every_min=checkpoint_every,
         max_price_age_days=max_price_age or None,
-        storage_gb=storage_gb, providers=provider or None, region=region, limit=limit,
+        storage_gb=storage_gb, keep_days=keep_days, download_gb=download_gb,
+        dataset_tokens=None if dataset_tokens is None else max(1, int(dataset_tokens)),
+        require=parse_requirements(require or ""),
+        providers=provider or None, region=region, limit=limit,
         commitment=policy, max_commitment_months=months, max_usd=max_usd,
         min_reliability=min_reliability, framework=job.framework)
     page = generate_report(warehouse(db) or Settings().db, out, arch, spec, request,

@@ -57,7 +57,16 @@ MaxPriceAgeOpt = Annotated[float, typer.Option(
     "--max-price-age", min=0, help="days: live prices last seen longer ago are not ranked "
     "(--explain lists them); 0: no limit. Replayed captures are exempt and labelled")]
 StorageGbOpt = Annotated[float | None, typer.Option(
-    "--storage-gb", min=0, help="persistent storage during the run [default: base model "
-                                "+ dataset + 2 checkpoints]")]
+    "--storage-gb", min=0, help="persistent storage of the run [default: base model + "
+                                "dataset + tokenized cache + 2 checkpoints + final weights]")]
+KeepDaysOpt = Annotated[float, typer.Option(
+    "--keep-days", min=0, help="days the run's storage is kept (and charged) after it")]
+DownloadGbOpt = Annotated[float | None, typer.Option(
+    "--download-gb", min=0, help="GB downloaded at the end, charged as egress [default: the "
+                                 "final weights, or the adapter of a PEFT run]")]
+RequireOpt = Annotated[str | None, typer.Option(
+    "--require", metavar="ssh,docker,jupyter,persistent-storage,per-second-billing",
+    help="only offers whose provider documents these; those where one is missing or unknown "
+         "are set aside and counted (--explain lists the ones that would have won)")]
 ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p")]
 RegionOpt = Annotated[str | None, typer.Option("--region")]

@@ -34,11 +34,16 @@ from gpuscout.warehouse.load import transaction
 from gpuscout.warehouse.sqlfiles import sql_literal
 
 FACTS = "recommend_offers"
-# Providers that resell other clouds' machines; their adapters keep the cloud in
-# provider_data.cloud (adapters/shadeform.py, adapters/primeintellect.py), in the aggregator's
-# spelling where it differs from the warehouse's provider id.
-AGGREGATORS = ("shadeform", "primeintellect")
-CLOUD_NAMES = {"lambdalabs": "lambda"}
+# Providers that resell, or list, other clouds' machines; their adapters keep the cloud in
+# provider_data.cloud (adapters/shadeform.py, adapters/primeintellect.py,
+# adapters/computepulse.py), in the aggregator's spelling where it differs from the warehouse's
+# provider id (ComputePulse also keeps the id it maps to in provider_data.resold_from).
+AGGREGATORS = ("shadeform", "primeintellect", "computepulse")
+CLOUD_NAMES = {"lambdalabs": "lambda",
+               # ComputePulse's display names of the clouds gpuscout reads directly (Verda is
+               # DataCrunch's name since 2025)
+               "Vast.ai": "vastai", "Verda": "datacrunch", "Hyperstack": "hyperstack",
+               "Scaleway": "scaleway", "TensorPool": "tensorpool", "GPU.ai": "gpuai"}
 # A marketplace's lowest ask below this share of the median of its asks is a lone outlier: the
 # offer is ranked at the median (a single ask far below the market is the likeliest to be gone,
 # or on the least reliable host), and its reasons show both.

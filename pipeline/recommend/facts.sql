@@ -4,9 +4,11 @@
 -- sized by, the market behind its price, and whether the provider's prices were last read live
 -- or replayed from recorded captures. An aggregator's offer (`$aggregators`: it resells another
 -- cloud's machine, named in provider_data.cloud, spelt as the warehouse spells it through
--- `$cloud_from` -> `$cloud_to`) carries `resold_from`, and `direct_twin` when that cloud is read
--- directly with the same GPU, count and pricing: the machine is then counted once, as the
--- direct offer. `offer_reject` is why an offer cannot serve any job (pair_costs.py adds the
+-- `$cloud_from` -> `$cloud_to`, else as provider_data.resold_from names it) carries
+-- `resold_from`, and `direct_twin` when that cloud is read directly with the same GPU, count
+-- and pricing: the machine is then counted once, as the direct offer. A fact its aggregator's
+-- profile does not state (storage, egress, billing, SSH, Docker, Jupyter: set per cloud) is
+-- read from that cloud's profile, and `*_profile` names the profile each price came from. `offer_reject` is why an offer cannot serve any job (pair_costs.py adds the
 -- job's own reasons after it), `offer_reject_kind` its short name. Preceded by
 -- `WITH {inputs}`. Parameters: $min_gpus_multi_node, $default_max_nodes, $aggregators,
 -- $cloud_from, $cloud_to, $outlier_share, and the sourced interruption rates
@@ -25,7 +27,8 @@ SELECT *,
                                    max_nodes, min_nodes, gpu_variant_assumed, pricing_model,
                                    machine_interrupts_per_hour, interruption_basis,
                                    spot_notice_s, billing_increment_s, min_charge_s,
-                                   storage_usd_per_gb_month, egress_usd_per_gb,
+                                   persistent_storage, storage_usd_per_gb_month,
+                                   egress_usd_per_gb, egress_free_gb_month,
                                    offer_reject) AS pair_id
 FROM (
 SELECT * EXCLUDE (price_scope),
@@ -66,10 +69,46 @@ FROM (
            -- says spot is bid for
            coalesce(o.term_kind, CASE WHEN p.spot_pricing = 'bid' THEN 'bid' ELSE 'spot' END)
                                                                             AS term_kind,
-           -- an offer's own billing granularity wins over its provider's profile
-           coalesce(o.billing_increment_s, p.billing_increment_s) AS billing_increment_s,
-           p.min_charge_s, p.storage_usd_per_gb_month,
-           p.egress_usd_per_gb, p.spot_notice_s, p.spot_pricing,
+           -- billing: the offer's own granularity, else its kind's in the profile that states
+           -- one (a spot row where the provider bills spot differently, else its general row)
+           CASE WHEN p.billing_increment_s IS NOT NULL OR (o.pricing_model = 'spot'
+                     AND p.spot_billing_increment_s IS NOT NULL) THEN o.provider
+                WHEN rp.billing_increment_s IS NOT NULL OR (o.pricing_model = 'spot'
+                     AND rp.spot_billing_increment_s IS NOT NULL) THEN rp.provider
+           END                                                              AS billing_profile,
+           coalesce(o.billing_increment_s, CASE
+               WHEN billing_profile = o.provider AND o.pricing_model = 'spot'
+                   THEN coalesce(p.spot_billing_increment_s, p.billing_increment_s)
+               WHEN billing_profile = o.provider THEN p.billing_increment_s
+               WHEN o.pricing_model = 'spot'
+                   THEN coalesce(rp.spot_billing_increment_s, rp.billing_increment_s)
+               ELSE rp.billing_increment_s END)                            AS billing_increment_s,
+           CASE WHEN o.billing_increment_s IS NOT NULL THEN 'offer'
+                ELSE billing_profile END                                    AS billing_source,
+           CASE WHEN billing_profile = o.provider AND o.pricing_model = 'spot'
+                    THEN coalesce(p.spot_min_charge_s, p.min_charge_s)
+                WHEN billing_profile = o.provider THEN p.min_charge_s
+                WHEN o.pricing_model = 'spot'
+                    THEN coalesce(rp.spot_min_charge_s, rp.min_charge_s)
+                WHEN billing_profile IS NOT NULL THEN rp.min_charge_s
+                ELSE coalesce(p.min_charge_s, rp.min_charge_s) END         AS min_charge_s,
+           -- storage and egress: the provider's rate, else (a resold machine) its cloud's
+           coalesce(p.persistent_storage, rp.persistent_storage)           AS persistent_storage,
+           coalesce(p.storage_usd_per_gb_month, rp.storage_usd_per_gb_month)
+                                                                   AS storage_usd_per_gb_month,
+           CASE WHEN p.storage_usd_per_gb_month IS NOT NULL THEN o.provider
+                WHEN rp.storage_usd_per_gb_month IS NOT NULL THEN rp.provider
+           END                                                              AS storage_profile,
+           coalesce(p.egress_usd_per_gb, rp.egress_usd_per_gb)             AS egress_usd_per_gb,
+           CASE WHEN p.egress_usd_per_gb IS NOT NULL THEN o.provider
+                WHEN rp.egress_usd_per_gb IS NOT NULL THEN rp.provider END AS egress_profile,
+           CASE WHEN p.egress_usd_per_gb IS NOT NULL THEN p.egress_free_gb_month
+                ELSE rp.egress_free_gb_month END                          AS egress_free_gb_month,
+           -- what `recommend --require` asks of the machine's environment
+           coalesce(p.ssh, rp.ssh) AS ssh, coalesce(p.docker_images, rp.docker_images)
+                                                                             AS docker_images,
+           coalesce(p.jupyter, rp.jupyter)                                  AS jupyter,
+           p.spot_notice_s, p.spot_pricing,
            -- what one order is: machines of gpus_per_machine GPUs; the listed price covers
            -- machines_in_offer of them (an instant cluster's price is the whole cluster's)
            o.gpu_count / o.gpus_per_machine                                  AS machines_in_offer,
@@ -111,13 +150,9 @@ FROM (
                 WHEN p.max_cluster_nodes IS NOT NULL THEN 'provider profile'
                 ELSE 'assumed' END                                          AS max_nodes_source,
            coalesce(m.last_mode = 'replay', false)                          AS replayed,
-           CASE WHEN list_contains($aggregators, o.provider)
-                THEN coalesce($cloud_to[list_position($cloud_from,
-                                  json_extract_string(o.provider_data, '$.cloud'))],
-                              json_extract_string(o.provider_data, '$.cloud')) END AS resold_from,
-           resold_from IS NOT NULL AND EXISTS (
+           o.resold_from IS NOT NULL AND EXISTS (
                SELECT 1 FROM offer_inputs d
-               WHERE d.provider = resold_from AND d.gpu_id = o.gpu_id
+               WHERE d.provider = o.resold_from AND d.gpu_id = o.gpu_id
                  AND d.gpu_count = o.gpu_count AND d.pricing_model = o.pricing_model
            )                                                                AS direct_twin,
            -- AWS Spot Advisor: the share of instances interrupted in a month, per offer
@@ -154,9 +189,17 @@ FROM (
                                 WHEN 'reserved' THEN 'committed' WHEN 'on_demand'
                                 THEN 'on_demand' END) AS term_kind,
                             coalesce(gpus_per_machine, gpu_count) AS gpus_per_machine,
-                            coalesce(machines_min, 1) AS machines_min)
+                            coalesce(machines_min, 1) AS machines_min),
+                 CASE WHEN list_contains($aggregators, provider)
+                      THEN coalesce($cloud_to[list_position($cloud_from,
+                                        json_extract_string(provider_data, '$.cloud'))],
+                                    json_extract_string(provider_data, '$.resold_from'),
+                                    json_extract_string(provider_data, '$.cloud'))
+                 END AS resold_from
           FROM offer_inputs) o
     LEFT JOIN profile_inputs p USING (provider)
+    -- the profile of the cloud whose machine an aggregator resells
+    LEFT JOIN profile_inputs rp ON rp.provider = o.resold_from
     LEFT JOIN mode_inputs m USING (provider)
     LEFT JOIN rates own
         ON own.provider = o.provider

@@ -13,9 +13,10 @@ offer_inputs AS (
     FROM current_offers
 ),
 profile_inputs AS (
-    SELECT provider, billing_increment_s, min_charge_s, storage_usd_per_gb_month,
-           egress_usd_per_gb, spot_notice_s, spot_pricing, multinode_fabric, multinode_gbps,
-           max_cluster_nodes
+    SELECT provider, billing_increment_s, min_charge_s, spot_billing_increment_s,
+           spot_min_charge_s, persistent_storage, storage_usd_per_gb_month,
+           egress_usd_per_gb, egress_free_gb_month, spot_notice_s, spot_pricing,
+           multinode_fabric, multinode_gbps, max_cluster_nodes, ssh, docker_images, jupyter
     FROM provider_profiles
 ),
 -- how each provider's prices were last read: live, or replayed from recorded captures

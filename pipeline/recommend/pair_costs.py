@@ -45,6 +45,12 @@ class CostTerms:
     restart_s: float
     storage_gb: float
     egress_gb: float
+    keep_hours: float = 0.0  # storage kept (and charged) after the run
+    # an unknown storage or egress price is counted from nothing up to these (USD per GB-month,
+    # per GB: the dearest sourced rates); `at_bound` charges it at the bound in the total
+    storage_bound: float = 0.0
+    egress_bound: float = 0.0
+    at_bound: bool = False
 
 
 def sql_round(x: float | None, digits: int) -> float | None:
@@ -150,6 +156,8 @@ def pair_costs(pairs: pa.Table, plans: pa.Table, rows: pa.Array, t: CostTerms) -
     too_slow = (pa.array([False] * pairs.num_rows, pa.bool_()) if t.max_hours is None
                 else pc.fill_null(pc.greater(expected_hours, t.max_hours), False))
     runs = pc.and_(pc.and_(pc.is_null(reject), pc.is_valid(expected)), pc.invert(too_slow))
+    storage = _storage(pairs, expected, t)
+    egress = _egress(pairs, t)
     whole = pc.fill_null(pc.cast(pairs["whole_gpus"], pa.float64()), 0.0)
     rounded = pa.array([sql_round(u, 1) for u in usable.to_pylist()], pa.float64())
     return pa.table({
@@ -166,13 +174,54 @@ def pair_costs(pairs: pa.Table, plans: pa.Table, rows: pa.Array, t: CostTerms) -
         "interval_s": interval, "checkpoint_total_s": checkpoint_total, "run_s": run_s,
         "loss_share": loss, "expected_s": expected,
         "expected_interruptions": pc.divide(pc.multiply(expected, rate), 3600.0),
-        "billed_s": billed,
-        "storage_usd": pc.divide(pc.divide(pc.multiply(pc.multiply(
-            t.storage_gb, pairs["storage_usd_per_gb_month"]), expected), 3600.0), 730.0),
-        "egress_usd": pc.multiply(t.egress_gb, pairs["egress_usd_per_gb"]),
+        "billed_s": billed, **storage, **egress,
         "expected_hours": expected_hours, "too_slow": too_slow, "runs": runs,
         "rejected": pc.invert(runs),
         # how near the machine comes to holding the job: the rejected offers shown are the
         # largest first
         "memory_gb": pc.multiply(whole, pc.fill_null(rounded, 0.0)),
     })
+
+
+
+def _ends(name: str, known: Any, low: Any, high: Any, t: CostTerms) -> dict[str, Any]:
+    """A charge's two ends (equal where its rate is known), the one the total counts, and
+    whether its rate is unknown."""
+    return {f"{name}_low_usd": low, f"{name}_high_usd": high,
+            f"{name}_usd": high if t.at_bound else low,
+            f"{name}_rate_unknown": pc.invert(known)}
+
+
+def _storage(pairs: pa.Table, expected: Any, t: CostTerms) -> dict[str, Any]:
+    """The run's storage for its expected wall time (stops and restarts included) and the
+    days it is kept after: nothing where the provider keeps nothing beyond the machine's own
+    disk (in the hourly price); an unknown rate from nothing up to the bound."""
+    rate = pairs["storage_usd_per_gb_month"]
+    kept_s = pc.add(expected, t.keep_hours * 3600.0)
+
+    def cost(per_gb_month: Any) -> Any:
+        return pc.divide(pc.divide(pc.multiply(pc.multiply(t.storage_gb, per_gb_month),
+                                               kept_s), 3600.0), 730.0)
+
+    none = pc.fill_null(pc.equal(pairs["persistent_storage"], False), False)
+    known = pc.or_(pc.is_valid(rate), none)
+    at_rate = pc.if_else(none, 0.0, cost(rate))
+    nothing = pc.multiply(kept_s, 0.0)  # null, as the rest, where the run has no time
+    return {"storage_hours": pc.divide(kept_s, 3600.0), "storage_none": none,
+            **_ends("storage", known, pc.if_else(known, at_rate, nothing),
+                    pc.if_else(known, at_rate, cost(t.storage_bound)), t)}
+
+
+def _egress(pairs: pa.Table, t: CostTerms) -> dict[str, Any]:
+    """The download at the end: the GB beyond the provider's free monthly allowance at its rate
+    (the allowance is counted as this run's alone); an unknown rate from nothing up to the
+    bound, on every GB."""
+    rate = pairs["egress_usd_per_gb"]
+    billable = pc.max_element_wise(pc.subtract(t.egress_gb, pairs["egress_free_gb_month"]), 0.0)
+    known = pc.is_valid(rate)
+    at_rate = pc.multiply(billable, rate)
+    n = pairs.num_rows
+    return {"egress_billable_gb": billable,
+            **_ends("egress", known, pc.if_else(known, at_rate, pa.array([0.0] * n)),
+                    pc.if_else(known, at_rate, pa.array([t.egress_gb * t.egress_bound] * n)),
+                    t)}

@@ -18,8 +18,10 @@ pairs AS (
            any_value(spot_notice_s) AS spot_notice_s,
            any_value(billing_increment_s) AS billing_increment_s,
            any_value(min_charge_s) AS min_charge_s,
+           any_value(persistent_storage) AS persistent_storage,
            any_value(storage_usd_per_gb_month) AS storage_usd_per_gb_month,
            any_value(egress_usd_per_gb) AS egress_usd_per_gb,
+           any_value(egress_free_gb_month) AS egress_free_gb_month,
            any_value(offer_reject) AS offer_reject,
            any_value(offer_reject_kind) AS offer_reject_kind
     FROM offers
@@ -31,11 +33,13 @@ SELECT pair_id, gpu_id, gpu_count,
        min_nodes, coalesce(variant_assumed, false) AS variant_assumed,
        pricing_model, offer_reject, offer_reject_kind, spot_notice_s,
        machine_interrupts_per_hour, interruption_basis,
-       -- unknown billing granularity: hourly
+       -- unknown billing granularity: hourly (the low end of the cost range: per second)
        CAST(coalesce(billing_increment_s, 3600) AS DOUBLE) AS increment_s,
+       billing_increment_s IS NULL AS increment_unknown,
        CAST(coalesce(min_charge_s, 0) AS DOUBLE) AS min_charge_s,
-       -- unknown storage and egress prices are not counted (the reasons say so)
-       coalesce(storage_usd_per_gb_month, 0) AS storage_usd_per_gb_month,
-       coalesce(egress_usd_per_gb, 0) AS egress_usd_per_gb
+       -- unknown storage and egress prices stay NULL: pair_costs.py counts them from nothing
+       -- up to the dearest sourced rate (the cost range), never as free
+       persistent_storage, storage_usd_per_gb_month, egress_usd_per_gb,
+       coalesce(egress_free_gb_month, 0) AS egress_free_gb_month
 FROM pairs
 ORDER BY pair_id

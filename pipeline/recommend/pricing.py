@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute
 
 from gpuscout.core.models import TERM_UNIT_HOURS, TermUnit
+from gpuscout.pipeline.profiles import REQUIREMENT_FACT, Requirement
 from gpuscout.pipeline.recommend.candidates import Candidates
 from gpuscout.pipeline.recommend.request import Commitment, Objective, SpotPolicy
 
@@ -48,10 +49,14 @@ BEST_ORDER = [("no_stock", "ascending", "at_end"), ("spot_last", "ascending", "a
 RULE_ORDER = [("run_total_usd", "ascending", "at_end"), *BEST_ORDER]
 REJECTED_ORDER = [("memory_gb", "descending", "at_end"),
                   ("price_usd_per_hour", "ascending", "at_end"), *BEST_ORDER]
-# Why an offer was set aside, in the order the reasons are checked (the first that applies).
+# Why an offer was set aside, in the order the reasons are checked (the first that applies);
+# `--require` comes last, so that its counts are the offers that would otherwise run: per name
+# "--require NAME ✗" (its provider documents that it lacks it), then per name
+# "--require NAME unknown" (no source says, or it is set per offer).
 SET_ASIDE = ("pair", "never finishes", "over --max-hours", "price older than --max-price-age",
              "committed beyond the job", "committed beyond --commitment",
-             "host below --min-reliability", "over --max-usd")
+             "host below --min-reliability", "over --max-usd", "--require")
+MISSING, UNKNOWN = "✗", "unknown"
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Ranking:
     max_usd: float | None = None
     min_reliability: float | None = None
     balanced_slack: float = 0.25
+    require: tuple[Requirement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,25 @@ def _term_blocked(offers: pa.Table, expected: Any, how: Ranking) -> tuple[Any, A
         limit = how.max_commitment_months * HOURS_PER_MONTH * 3600.0
         return _false(n), pc.fill_null(pc.and_(committed, pc.greater(term, limit)), False)
     return pc.fill_null(pc.and_(committed, pc.greater(term, expected)), False), _false(n)
+
+
+def required_kind(requirement: Requirement | str, answer: str) -> str:
+    """The set-aside count's key: "--require docker ✗", "--require ssh unknown"."""
+    return f"--require {Requirement(requirement).value} {answer}"
+
+
+def _requirement_flags(offers: pa.Table, require: tuple[Requirement, ...],
+                       ) -> list[tuple[str, Any]]:
+    """Per --require name, the offers whose provider documents that they lack it, then per
+    name those where no source says (candidates.sql's facts of the offer)."""
+    missing, unknown = [], []
+    for req in require:
+        value = offers[REQUIREMENT_FACT[req]]
+        lacks = (pc.greater(value, 1) if req is Requirement.PER_SECOND_BILLING
+                 else pc.invert(value))
+        missing.append((required_kind(req, MISSING), pc.fill_null(lacks, False)))
+        unknown.append((required_kind(req, UNKNOWN), pc.is_null(value)))
+    return missing + unknown
 
 
 def _why(flags: list[tuple[str, Any]], pair_kind: Any) -> Any:
@@ -137,6 +162,7 @@ def price_and_pick(cands: Candidates, costs: pa.Table, how: Ranking) -> Picked:
         too_old = pc.fill_null(pc.and_(pc.invert(offers["replayed"]),
                                        pc.greater(age, how.max_age_days * 86400)), False)
     beyond_job, beyond_limit = _term_blocked(offers, of_pair("expected_s"), how)
+    required = _requirement_flags(offers, how.require)
     unreliable = (_false(n) if how.min_reliability is None else pc.fill_null(
         pc.less(offers["host_reliability"], how.min_reliability), False))
     over_budget = (_false(n) if how.max_usd is None
@@ -148,8 +174,10 @@ def price_and_pick(cands: Candidates, costs: pa.Table, how: Ranking) -> Picked:
                 ("committed beyond the job", beyond_job),
                 ("committed beyond --commitment", beyond_limit),
                 ("host below --min-reliability", unreliable),
-                ("over --max-usd", over_budget)], of_pair("reject_kind"))
+                ("over --max-usd", over_budget), *required], of_pair("reject_kind"))
     rejected = pc.is_valid(why)
+    # set aside by --require (not by a reason that comes first, such as not fitting)
+    unmet = pc.fill_null(pc.starts_with(why, "--require "), False)
     hours = of_pair("expected_hours")
     outside = _false(n)
     if how.objective == "time":
@@ -169,8 +197,8 @@ def price_and_pick(cands: Candidates, costs: pa.Table, how: Ranking) -> Picked:
         "spot_last": pc.not_equal(of_pair("pricing_model"), "spot") if how.spot == "prefer"
         else _false(n),
         "outside_slack": outside, "objective_value": objective, "same_as": offers["same_as"],
-        "by_rule": pc.or_(pc.or_(pc.or_(pc.or_(beyond_job, beyond_limit), unreliable),
-                                 over_budget), of_pair("unrated_spot")),
+        "by_rule": pc.or_(pc.or_(pc.or_(pc.or_(pc.or_(beyond_job, beyond_limit), unreliable),
+                                         over_budget), of_pair("unrated_spot")), unmet),
     })
     runnable, collapsed = _collapse(priced.filter(pc.invert(rejected)))
     best = _with_pair(_first(runnable, how.limit, BEST_ORDER), costs)

@@ -41,18 +41,20 @@ from gpuscout.pipeline.measured.offers import (
     plan_key,
     uncertainty_notes,
 )
+from gpuscout.pipeline.profiles import dearest
 from gpuscout.pipeline.recommend.candidates import candidates, sql_file
+from gpuscout.pipeline.recommend.cost_range import cost_range
 from gpuscout.pipeline.recommend.facts import use_facts
+from gpuscout.pipeline.recommend.job_storage import job_storage
 from gpuscout.pipeline.recommend.managed import managed_quotes
 from gpuscout.pipeline.recommend.pair_costs import CostTerms, pair_costs, plan_rows
 from gpuscout.pipeline.recommend.plans import (
     MIN_GPUS_FOR_MULTI_NODE,
     plan_shapes,
     plans_table,
-    sizes_gb,
 )
 from gpuscout.pipeline.recommend.pricing import Ranking, price_and_pick
-from gpuscout.pipeline.recommend.reasons import Terms, reasons, rejected_because
+from gpuscout.pipeline.recommend.reasons import Terms, charges, reasons, rejected_because
 from gpuscout.pipeline.recommend.request import RecommendRequest
 from gpuscout.pipeline.recommend.result import RankedOffer, Recommendation, RejectedOffer
 from gpuscout.sizing.architectures import Architecture
@@ -118,19 +120,26 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
     if not found.placements:
         raise DataError("no current offers match: run `gpuscout refresh` or widen "
                         "--provider/--region/--spot")
-    checkpoint_gb, egress_gb, derived_storage = sizes_gb(arch, job, req.tokens)
+    storage = job_storage(arch, job, req.tokens, dataset_tokens=req.dataset_tokens,
+                          storage_gb=req.storage_gb, keep_days=req.keep_days,
+                          download_gb=req.download_gb)
+    checkpoint_gb = storage.checkpoint_gb
+    storage_bound, egress_bound = dearest("storage_usd_per_gb_month"), dearest(
+        "egress_usd_per_gb")
     run = CostTerms(
         min_gpus_multi_node=MIN_GPUS_FOR_MULTI_NODE, max_hours=req.max_hours,
         checkpoint_s=None if req.checkpoint_every_min is None
         else req.checkpoint_every_min * 60.0,
         min_interval_s=MIN_CHECKPOINT_INTERVAL_S, restart_s=req.restart_s,
-        storage_gb=derived_storage if req.storage_gb is None else req.storage_gb,
-        egress_gb=egress_gb)
+        storage_gb=storage.gb, egress_gb=storage.download_gb, keep_hours=storage.keep_hours,
+        storage_bound=_rate(storage_bound), egress_bound=_rate(egress_bound),
+        at_bound=req.pessimistic)
     terms = Terms(run=run, checkpoint_gb=checkpoint_gb, write_gbps=CHECKPOINT_WRITE_GBPS,
                   hw_failures_per_gpu_hour=HARDWARE_FAILURES_PER_GPU_HOUR, dtype=job.dtype,
                   stale_days=PRICE_AGE_WARN_DAYS, max_age_days=req.max_price_age_days,
                   commitment=req.commitment, max_commitment_months=req.max_commitment_months,
-                  max_usd=req.max_usd, min_reliability=req.min_reliability)
+                  max_usd=req.max_usd, min_reliability=req.min_reliability, storage=storage,
+                  storage_bound=storage_bound, egress_bound=egress_bound)
     plans = plan_shapes(arch, job, found.placements, req.tokens, catalog)
     evidence = Evidence.from_connection(con) if req.correction else Evidence.none()
     plans, adjusted = adjust_plans(plans, arch, job, req.framework, evidence, catalog,
@@ -144,7 +153,8 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
         objective=req.objective, spot=req.spot, now=now, max_age_days=req.max_price_age_days,
         limit=req.limit, rejected_shown=REJECTED_SHOWN, commitment=req.commitment,
         max_commitment_months=req.max_commitment_months, max_usd=req.max_usd,
-        min_reliability=req.min_reliability, balanced_slack=req.balanced_slack))
+        min_reliability=req.min_reliability, balanced_slack=req.balanced_slack,
+        require=req.require))
     with _registered(con, plans=plan_table, pair_costs=costs, shown=picked.shown):
         rows = _fetch(con, sql_file("shown"), {"now": now.isoformat()})
     ranked, rejected = [], []
@@ -155,7 +165,8 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
             fix = [adj.correction.text] if adj and adj.correction else []
             ranked.append(RankedOffer.model_validate({
                 **row, "reasons": [*reasons(row, why, terms), *fix],
-                "range": offer_range(row, why, adj) if adj else None}))
+                "range": cost_range(row, why, offer_range(row, why, adj) if adj else None),
+                "charges": charges(row, why)}))
         else:
             rejected.append(RejectedOffer.model_validate(
                 {**row, "rejected_because": rejected_because(row, why, terms)}))
@@ -164,13 +175,21 @@ def recommend(con: duckdb.DuckDBPyConnection, arch: Architecture, job: JobSpec,
     return Recommendation(
         model_id=arch.model_id, method=job.method, tokens=req.tokens,
         storage_gb=round(run.storage_gb, 2), checkpoint_gb=round(checkpoint_gb, 3),
-        egress_gb=round(egress_gb, 3), shapes_evaluated=len(plans),
+        egress_gb=round(run.egress_gb, 3),
+        storage_items={k: round(v, 3) for k, v in storage.items.items()},
+        keep_days=storage.keep_days, required=[r.value for r in req.require],
+        shapes_evaluated=len(plans),
         offers_evaluated=found.offers.num_rows, ranked=ranked, rejected_cheaper=rejected,
         price_notes=price_notes(totals, req.max_price_age_days, req),
         set_aside=picked.set_aside, folded_offers=picked.collapsed,
         uncertainty_notes=uncertainty_notes(ranked, req.objective, req.pessimistic),
         managed=managed_quotes(arch.model_id, arch.total_params / 1e9, job.method, req.tokens),
     )
+
+
+def _rate(bound: Any) -> float:
+    """An unknown price's bound as a number (none sourced: 0, and the reasons say so)."""
+    return 0.0 if bound is None or bound.value is None else float(bound.value)
 
 
 @contextmanager

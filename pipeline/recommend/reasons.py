@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpuscout.pipeline.profiles import REQUIREMENT_FACT, Requirement, Sourced, load_profiles
+from gpuscout.pipeline.recommend.job_storage import JobStorage
 from gpuscout.pipeline.recommend.pair_costs import CostTerms
+from gpuscout.pipeline.recommend.pricing import MISSING
 
 # Interconnects between the GPUs of one machine that need no warning for gradient traffic.
 FAST_LINKS = ("NVSwitch", "NVLink", "InfinityFabric")
@@ -34,6 +37,10 @@ class Terms:
     max_commitment_months: float | None = None
     max_usd: float | None = None
     min_reliability: float | None = None
+    storage: JobStorage | None = None  # what the run keeps, item by item
+    # the dearest sourced rates an unknown price is counted up to
+    storage_bound: Sourced[float] | None = None
+    egress_bound: Sourced[float] | None = None
 
 
 def _text(pattern: str, *args: Any) -> str | None:
@@ -52,6 +59,11 @@ def _gpus(row: dict[str, Any]) -> int:
 
 def _usd(x: float | None) -> str | None:
     return None if x is None else f"${x:,.2f}"
+
+
+def _cents(x: float | None) -> str | None:
+    """A small charge: "$0.04", "< $0.01" (not "$0.00" for something that costs)."""
+    return None if x is None else "< $0.01" if 0 < x < 0.005 else _usd(x)
 
 
 def _term_text(why: dict[str, Any]) -> str:
@@ -111,6 +123,8 @@ def _rule(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
         return _text("host reliability %.1f %%, under --min-reliability %.1f %%",
                      None if row["host_reliability"] is None else 100 * row["host_reliability"],
                      None if terms.min_reliability is None else 100 * terms.min_reliability)
+    if kind is not None and kind.startswith("--require "):
+        return _required(row, why, kind)
     if kind == "over --max-usd":
         return _text("costs %s for the run, over --max-usd %s", _usd(row["total_usd"]),
                      _usd(terms.max_usd))
@@ -131,7 +145,7 @@ def reasons(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> list[str]
         _fits(row, why),
         _interconnect(row),
         _cluster(row, why),
-        _billing(why),
+        _billing(why) + _billing_source(row, why),
         _text("pays %.2f h for %.2f h of work", why["billed_s"] / 3600,
               why["expected_s"] / 3600)
         if why["expected_s"] is not None and why["billed_s"] - why["expected_s"] >= 60
@@ -139,10 +153,8 @@ def reasons(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> list[str]
         _checkpoints(row, why, terms),
         _spot(row, why),
         _dearer_than_on_demand(row, why),
-        "storage price unknown: not counted"
-        if terms.run.storage_gb > 0 and why["storage_usd_per_gb_month"] is None else None,
-        "egress price unknown: not counted"
-        if terms.run.egress_gb > 0 and why["egress_usd_per_gb"] is None else None,
+        _storage(row, why, terms),
+        _egress(row, why, terms),
         _text("runs in %s (no %s on this GPU)", row["dtype"], terms.dtype)
         if row["dtype"] is not None and row["dtype"] != terms.dtype else None,
         "stale: the provider's last refresh failed; last good price" if row["stale"] else None,
@@ -350,3 +362,162 @@ def _age(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
     if days is not None and days > terms.stale_days:
         return f"price observed {days:d} days ago"
     return None
+
+
+def cite(provider: str | None, fact: str, value: Any) -> str:
+    """Where a profile's fact was read: "runpod: URL, read 2026-12-02" from the shipped
+    profiles where they hold the value the warehouse priced with, else the warehouse's
+    profile (written by an older gpuscout, or by hand)."""
+    if provider is None:
+        return "source unknown"
+    profile = load_profiles().get(provider)
+    if profile is not None:
+        said = profile.fact(fact)
+        if said.source_url and said.value is not None and value is not None \
+                and abs(float(said.value) - float(value)) < 1e-9:
+            read = f", read {said.verified_at}" if said.verified_at else ""
+            return f"{provider}: {said.source_url}{read}"
+    return f"{provider}'s profile in the warehouse"
+
+
+def _through(row: dict[str, Any], profile: str | None) -> str:
+    """", resold through X" when the rate is the resold cloud's, not the aggregator's."""
+    if profile is None or profile == row["provider"]:
+        return ""
+    return f"; {profile}'s rate, the machine resold through {row['provider']}"
+
+
+def _whose(row: dict[str, Any]) -> str:
+    """The provider, and the cloud it resells where it does (whose profile was read too)."""
+    cloud = row["resold_from"]
+    return row["provider"] + (f" and {cloud}, whose machine it resells" if cloud else "")
+
+
+def _billing_source(row: dict[str, Any], why: dict[str, Any]) -> str:
+    if why["billing_increment_s"] is None:
+        return "; the cost range's low end bills per second"
+    source = why["billing_source"]
+    if source == "offer":
+        return " (stated by the offer)"
+    profile = load_profiles().get(source or "")
+    own_spot = (row["pricing_model"] == "spot" and profile is not None
+                and profile.state("spot_billing_increment_s") == "known")
+    fact = "spot_billing_increment_s" if own_spot else "billing_increment_s"
+    return (f" ({cite(source, fact, why['billing_increment_s'])}"
+            f"{_through(row, source)})")
+
+
+def _bound(bound: Sourced[float] | None, unit: str) -> str:
+    if bound is None or bound.value is None:
+        return "no provider's rate is sourced"
+    return (f"the dearest sourced rate, ${bound.value:g}/{unit} "
+            f"({cite(bound.provider, bound.fact, bound.value)})")
+
+
+def _kept(terms: Terms) -> str:
+    keep = terms.storage.keep_days if terms.storage is not None else 0.0
+    return f" + {keep:g} day{'s' if keep != 1 else ''} kept after" if keep else ""
+
+
+def _storage(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
+    """What the run's storage costs and why: its GB, rate, hours and source."""
+    if terms.run.storage_gb <= 0 or why["expected_s"] is None:
+        return None
+    what = (terms.storage.summary() if terms.storage is not None
+            else f"{terms.run.storage_gb:,.1f} GB")
+    hours = f"{why['expected_hours']:.2f} h{_kept(terms)}"
+    if why["storage_none"]:
+        keep = (" — it cannot be kept after the run" if terms.storage is not None
+                and terms.storage.keep_days > 0 else "")
+        return (f"storage: {row['provider']} keeps nothing beyond the machine's own disk "
+                f"({cite(row['provider'], 'persistent_storage', False)}): the run's "
+                f"{what} lives there, in its price, and is gone when the machine ends{keep}")
+    if why["storage_rate_unknown"]:
+        return (f"storage price unknown for {_whose(row)}: {what} for {hours} counted from $0 "
+                f"up to {_cents(why['storage_high_usd'])} at "
+                f"{_bound(terms.storage_bound, 'GB-month')}")
+    rate, profile = why["storage_usd_per_gb_month"], why["storage_profile"]
+    return (f"storage: {what} × ${rate:g}/GB-month × {hours} = {_cents(row['storage_usd'])} "
+            f"({cite(profile, 'storage_usd_per_gb_month', rate)}{_through(row, profile)})")
+
+
+def _egress(row: dict[str, Any], why: dict[str, Any], terms: Terms) -> str | None:
+    """What the download at the end costs and why."""
+    gb = terms.run.egress_gb
+    if gb <= 0:
+        return None
+    what = (f"{gb:,.2f} GB of final weights" if terms.storage is None
+            or terms.storage.download_gb == terms.storage.final_gb
+            else f"{gb:,.2f} GB (--download-gb)")
+    if why["egress_rate_unknown"]:
+        return (f"egress price unknown for {_whose(row)}: {what} counted from $0 up to "
+                f"{_cents(why['egress_high_usd'])} at {_bound(terms.egress_bound, 'GB')}")
+    rate, profile = why["egress_usd_per_gb"], why["egress_profile"]
+    source = f"{cite(profile, 'egress_usd_per_gb', rate)}{_through(row, profile)}"
+    free = why["egress_free_gb_month"]
+    if free and why["egress_billable_gb"] < gb:
+        allowance = (f"; the first {free:,.0f} GB a month are free "
+                     f"({cite(profile, 'egress_free_gb_month', free)}), counted as this "
+                     "run's alone")
+    else:
+        allowance = ""
+    return (f"egress: {what} × ${rate:g}/GB = {_cents(row['egress_usd'])} ({source})"
+            f"{allowance}")
+
+
+_ANSWER_SAID = {"ssh": "SSH", "docker": "custom Docker images", "jupyter": "Jupyter",
+                "persistent-storage": "persistent storage",
+                "per-second-billing": "per-second billing"}
+
+
+def _required(row: dict[str, Any], why: dict[str, Any], kind: str) -> str:
+    """Why --require set the offer aside: the fact its provider documents, or that none does."""
+    name, answer = kind.removeprefix("--require ").rsplit(" ", 1)
+    req = Requirement(name)
+    fact = REQUIREMENT_FACT[req]
+    said = _ANSWER_SAID[name]
+    if answer == MISSING:
+        value = why[fact]
+        if req is Requirement.PER_SECOND_BILLING:
+            unit = BILLING_UNITS.get(value, f"{value} s")
+            source = ("stated by the offer" if why["billing_source"] == "offer"
+                      else cite(why["billing_source"], fact, value))
+            return f"--require {name}: billed per {unit}, not per second ({source})"
+        return (f"--require {name}: {row['provider']} offers no {said} "
+                f"({cite(row['provider'], fact, value)})")
+    state = load_profiles().get(row["provider"])
+    varies = state is not None and state.state(fact) == "varies"
+    how = ("set per offer, host or cloud, and not stated for this one" if varies
+           else "no public source found")
+    return f"--require {name}: {said} unknown for {row['provider']} ({how})"
+
+
+def _round(usd: float | None) -> float | None:
+    return None if usd is None else round(usd, 2)
+
+
+def charges(row: dict[str, Any], why: dict[str, Any]) -> list[dict[str, Any]]:
+    """Billing, storage and egress of a ranked offer, each with its rate and source (the fields
+    of result.Charge)."""
+    increment, source = why["billing_increment_s"], why["billing_source"]
+    billing = {"what": "billing", "unit": "s", "rate": increment,
+               "state": "unknown" if increment is None else "known",
+               "source": None if increment is None else "offer" if source == "offer"
+               else cite(source, "billing_increment_s", increment)}
+    storage_rate, storage_from = why["storage_usd_per_gb_month"], why["storage_profile"]
+    storage = {"what": "storage", "unit": "USD/GB-month", "rate": storage_rate,
+               "state": "not offered" if why["storage_none"]
+               else "unknown" if why["storage_rate_unknown"] else "known",
+               "usd": row["storage_usd"], "usd_low": _round(why["storage_low_usd"]),
+               "usd_high": _round(why["storage_high_usd"]),
+               "source": cite(row["provider"], "persistent_storage", False)
+               if why["storage_none"] else None if storage_rate is None
+               else cite(storage_from, "storage_usd_per_gb_month", storage_rate)}
+    egress_rate = why["egress_usd_per_gb"]
+    egress = {"what": "egress", "unit": "USD/GB", "rate": egress_rate,
+              "state": "unknown" if why["egress_rate_unknown"] else "known",
+              "usd": row["egress_usd"], "usd_low": _round(why["egress_low_usd"]),
+              "usd_high": _round(why["egress_high_usd"]),
+              "source": None if egress_rate is None
+              else cite(why["egress_profile"], "egress_usd_per_gb", egress_rate)}
+    return [billing, storage, egress]

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from gpuscout.core.errors import UserInputError
+from gpuscout.pipeline.profiles import Requirement
 
 Objective = Literal["cost", "time", "balanced"]
 SpotPolicy = Literal["allow", "prefer", "forbid"]
@@ -42,6 +43,17 @@ class RecommendRequest(BaseModel):
         default=MAX_PRICE_AGE_DAYS, gt=0,
         description="live prices last seen longer ago are not ranked; None: no limit")
     storage_gb: float | None = Field(default=None, ge=0, description="else derived from the job")
+    dataset_tokens: int | None = Field(
+        default=None, gt=0, description="tokens of the dataset on disk (one epoch); None: "
+        "`tokens`")
+    keep_days: float = Field(default=0.0, ge=0, description="days the run's storage is kept "
+                             "(and charged) after the run")
+    download_gb: float | None = Field(default=None, ge=0, description="egress at the end; "
+                                      "None: the final weights (the adapter of a PEFT run)")
+    require: tuple[Requirement, ...] = Field(
+        default=(), description="what an offer's provider must document (ssh, docker, "
+        "jupyter, persistent-storage, per-second-billing); offers where it is missing or "
+        "unknown are set aside")
     providers: list[str] | None = None
     region: str | None = None
     limit: int = Field(default=10, ge=1)

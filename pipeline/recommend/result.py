@@ -12,6 +12,23 @@ from gpuscout.pipeline.measured.offers import OfferRange
 from gpuscout.pipeline.recommend.managed import ManagedQuote
 
 
+class Charge(BaseModel):
+    """One term of the run's cost beside the machine's hours: its rate, where the rate was read,
+    and what it adds to the total, from nothing to the dearest case where the rate is unknown."""
+
+    what: Literal["billing", "storage", "egress"]
+    state: Literal["known", "unknown", "not offered"]
+    rate: float | None = Field(default=None, description="billing: the increment in s; "
+                               "storage: USD per GB-month; egress: USD per GB")
+    unit: str
+    usd: float | None = Field(default=None, description="in the total (billing: the "
+                              "hours it rounds up are in compute_usd)")
+    usd_low: float | None = None
+    usd_high: float | None = None
+    source: str | None = Field(default=None, description="whose profile (or the offer), "
+                               "its URL and the date it was read")
+
+
 class RankedOffer(BaseModel):
     """One offer priced for the whole run. Hours, GB and USD as the names say."""
 
@@ -57,8 +74,10 @@ class RankedOffer(BaseModel):
                                           "rate × machines + hardware failures × GPUs")
     expected_interruptions: float
     compute_usd: float
-    storage_usd: float
-    egress_usd: float
+    storage_usd: float = Field(description="the run's storage for its hours and the days "
+                               "kept after (an unknown rate: nothing; its range's high end "
+                               "counts it)")
+    egress_usd: float = Field(description="the download at the end")
     total_usd: float
     observed_at: datetime | None = Field(description="the refresh that last saw this price")
     price_age_days: int | None
@@ -78,7 +97,11 @@ class RankedOffer(BaseModel):
     rejected_because: None = Field(default=None, description="None: a ranked offer runs the job")
     range: OfferRange | None = Field(default=None, description="tokens/s, hours and total "
                                      "cost at the ends of the estimate's range (the "
-                                     "calibration's spread, narrowed by your runs)")
+                                     "calibration's spread, narrowed by your runs), the cost "
+                                     "with every unknown billing, storage and egress rate "
+                                     "from its cheapest to its dearest case")
+    charges: list[Charge] = Field(default_factory=list, description="billing, storage and "
+                                  "egress: each rate with its source")
 
     @property
     def price_age_label(self) -> str:
@@ -112,7 +135,12 @@ class Recommendation(BaseModel):
     tokens: int
     storage_gb: float
     checkpoint_gb: float
-    egress_gb: float
+    egress_gb: float = Field(description="downloaded at the end (--download-gb, else the "
+                             "final weights)")
+    storage_items: dict[str, float] = Field(default_factory=dict, description="GB kept per "
+                                            "item; storage_gb is their sum unless stated")
+    keep_days: float = Field(default=0.0, description="days the storage is kept after the run")
+    required: list[str] = Field(default_factory=list, description="--require names")
     shapes_evaluated: int
     offers_evaluated: int
     ranked: list[RankedOffer]

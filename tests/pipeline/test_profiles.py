@@ -16,6 +16,7 @@ from gpuscout.pipeline.profiles import (
     PROVIDERS,
     ProviderProfile,
     Requirement,
+    dearest,
     load_profiles,
     parse_profiles,
     parse_requirements,
@@ -27,9 +28,8 @@ from gpuscout.pipeline.profiles import (
 # 2026-12-02 and 2026-12-05). Unknown stays unknown; when a source turns up, add the row and drop
 # the provider from this set (the test below insists the set is exact).
 NO_BILLING_SOURCE = {
-    "computepulse", "crusoe", "deepinfra", "fluidstack", "gmicloud", "gpuai", "hotaisle",
-    "hyperbolic", "ibmcloud", "latitude", "linode", "lium", "primeintellect", "seeweb",
-    "sesterce", "tensorpool", "together",
+    "crusoe", "fluidstack", "gmicloud", "gpuai", "hotaisle", "hyperbolic", "linode", "lium",
+    "primeintellect", "seeweb", "sesterce", "tensorpool", "together",
 }
 
 
@@ -81,6 +81,11 @@ def test_every_registered_adapter_has_a_profile() -> None:
 
 @pytest.mark.parametrize(("provider", "fact", "value"), [
     ("aws", "billing_increment_s", 1),
+    ("ibmcloud", "billing_increment_s", 1),
+    ("ibmcloud", "min_charge_s", 0),
+    ("deepinfra", "billing_increment_s", 60),
+    ("oci", "egress_usd_per_gb", 0.0085),
+    ("oci", "egress_free_gb_month", 10240),
     ("aws", "min_charge_s", 60),
     ("aws", "spot_notice_s", 120),
     ("azure", "multinode_fabric", "InfiniBand"),
@@ -142,7 +147,7 @@ def test_arrow_table_has_one_row_per_provider() -> None:
     assert by_provider[min(NO_BILLING_SOURCE)]["billing_increment_s"] is None
     for name, profile in load_profiles().items():  # the newest date any of its facts was read
         assert by_provider[name]["last_verified"] == max(profile.verified.values(), default=None)
-    assert by_provider["ibmcloud"]["last_verified"] == date(2026, 6, 26)
+    assert by_provider["ibmcloud"]["last_verified"] == date(2026, 8, 14)
 
 
 GOOD = {"provider": "aws", "fact": "spot_notice_s", "value": "120", "unit": "s",
@@ -296,3 +301,16 @@ def test_new_columns_load_into_the_warehouse(tmp_path: Path) -> None:
         got = con.execute("SELECT commitment_discounts, storage_kinds, egress_usd_per_gb "
                           "FROM providers WHERE provider = 'aws'").fetchall()
     assert got == [(True, "block,object", None)]  # varies reaches SQL as NULL
+
+
+def test_dearest_rate_is_the_highest_sourced_one_with_its_provider() -> None:
+    profiles = parse_profiles([
+        _row("storage_usd_per_gb_month", "0.08", "USD/GB-month"),
+        _row("storage_usd_per_gb_month", "0.2", "USD/GB-month", provider="lambda"),
+        _row("storage_usd_per_gb_month", "varies", "USD/GB-month", provider="vastai")])
+    top = dearest("storage_usd_per_gb_month", profiles)
+    assert top is not None
+    assert (top.value, top.provider, top.source_url) == (0.2, "lambda", "https://example.com/doc")
+    assert dearest("egress_usd_per_gb", profiles) is None  # nobody's egress is sourced
+    with pytest.raises(KeyError):
+        dearest("ssh", profiles)

@@ -181,8 +181,16 @@ def test_unknown_billing_is_assumed_hourly_and_said(db: Path) -> None:
     _warehouse(db, [_offer("mystery", "h100", "h100-sxm-80gb", 1, 2.0)],
                [{"provider": "mystery"}])
     (row,) = _recommend(db, "mistralai/Mistral-7B-v0.1", "qlora", 10**7).ranked
-    assert "billing granularity unknown: assumed hourly" in row.reasons
+    assert "billing granularity unknown: assumed hourly; the cost range's low end bills per " \
+        "second" in row.reasons
     assert row.billed_hours == math.ceil(row.expected_hours)
+    # the range's low end bills the fast end of the hours per second, its high end the slow end
+    # hourly: an unknown increment widens the range both ways
+    assert row.range is not None
+    fast, slow = row.range.expected_hours.low, row.range.expected_hours.high
+    extras = row.storage_usd + row.egress_usd
+    assert row.range.total_usd.low == pytest.approx(2.0 * fast + extras, abs=0.01)
+    assert row.range.total_usd.high >= 2.0 * math.ceil(slow) + extras
 
 
 def test_storage_and_egress_are_priced_from_the_profile(db: Path) -> None:
