@@ -181,10 +181,10 @@ Two sources, read the same way as the rest (no constant changed for them):
   parameters of tuner layers (`BaseTunerLayer`), which the wrapper is not. So a trained
   embedding and LM head are bf16 weights with bf16 gradients, and AdamW makes their states like
   the parameter (`torch.zeros_like`): 8 bytes per copied parameter, not fp32's 16
-  (`sizing/memory.py`, `trainable_bytes`). Qwen's profile with and without trainable embeddings
-  grows by about that much (7B: 1.25 B copied parameters, +10 GB measured, +10 GB now; +20 GB
-  before). The seven rows moved from +23–34 % to −11…+11 % (−11…+13 % with LoRA dropout's
-  saved copies, below).
+  (`sizing/memory_weights.py`, `trainable_bytes`). Qwen's profile with and without trainable
+  embeddings grows by about that much (7B: 1.25 B copied parameters, +10 GB measured, +10 GB
+  now; +20 GB before). The seven rows moved from +23–34 % to −11…+11 % (−11…+13 % with LoRA
+  dropout's saved copies, below).
 - **torch.optim.AdamW steps on its multi-tensor path unless `fused=True`** (`--optimizer
   adamw-foreach`; torch/optim/adam.py `_multi_tensor_adam`): `lerp_` of the first moment,
   `mul_` and `addcmul_` of the second, `sqrt` into a new buffer, `div_` and `add_(eps)` on it,
