@@ -10,10 +10,18 @@ with --write (the default when run as a module) writes bench/CALIBRATION.md.
 from __future__ import annotations
 
 import argparse
+import csv
 import statistics
 from pathlib import Path
 
-from gpuscout.sizing.calibration import CalibrationRow, Summary, calibrate, summarize
+from bench import preset_check
+from gpuscout.sizing.calibration import (
+    MEASUREMENTS_CSV,
+    CalibrationRow,
+    Summary,
+    calibrate,
+    summarize,
+)
 
 REPORT = Path(__file__).parent / "CALIBRATION.md"
 
@@ -430,7 +438,11 @@ def main(argv: list[str] | None = None) -> None:
         header = _HEADER.format(
             rows=len(rows), memory=sum(r.measured_gb is not None for r in rows),
             tput=sum(r.measured_tokens_per_s is not None for r in rows))
-        REPORT.write_text(header + table + _WEAK, encoding="utf-8")
+        with MEASUREMENTS_CSV.open(newline="", encoding="utf-8") as f:
+            sources = {i: r["source"] for i, r in enumerate(csv.DictReader(f))}
+        presets = preset_check.render(sources)
+        REPORT.write_text(header + table + "\n\n" + presets + "\n" + _WEAK,
+                          encoding="utf-8")
         print(f"\nwrote {REPORT}")
 
 

@@ -371,8 +371,39 @@ def predict(est: Estimate, metric: Metric) -> float | None:
             "device": m.peak_gb_per_gpu, "none": None}[metric]
 
 
-def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
-    """Run the estimator on every measurement row."""
+# Rows measured with a framework whose preset this estimator has (`--framework`), by source:
+# ms-swift's benchmark (its Unsloth section ran Unsloth's patched model), the LLaMA-Factory
+# issue, and Qwen's finetune.py, a transformers Trainer with PEFT.
+ROW_FRAMEWORKS = (("section 'unsloth'", "unsloth"), ("modelscope/ms-swift", "ms-swift"),
+                  ("hiyouga/LlamaFactory", "llama-factory"), ("QwenLM/Qwen", "hf"))
+# The preset-able settings the measurement file has no column for: a preset fills them on a
+# row as it fills the options a user leaves out (the row's own columns win, as options do).
+UNSTATED = ("loss", "activation_offloading", "compile", "fused_kernels",
+            "checkpoint_offload", "optimizer_in_backward", "nf4_backend", "grad_clipping",
+            "adapter_fp32", "base_fp32", "quantize_head", "embedding_grad", "logits_kept")
+
+
+def row_framework(source: str) -> str | None:
+    """The framework whose code ran a row, when this estimator has a preset for it."""
+    return next((fw for marker, fw in ROW_FRAMEWORKS if marker in source), None)
+
+
+def with_preset(job: JobSpec, framework: str, r: dict[str, str]) -> JobSpec:
+    """`job` with `framework`'s preset filling the settings the row does not state (LoRA
+    dropout too, unless the row's notes give it)."""
+    from gpuscout.sizing.frameworks import fill
+
+    unstated: set[str] = set(UNSTATED)
+    if not re.search(r"dropout[ =][0-9.]", r["notes"].lower()):
+        unstated.add("lora_dropout")
+    given = {k: (None if k in unstated else v) for k, v in job.model_dump().items()}
+    filled, _ = fill(framework, given)
+    return JobSpec.model_validate(filled)
+
+
+def calibrate(path: Path = MEASUREMENTS_CSV, presets: bool = False) -> list[CalibrationRow]:
+    """Run the estimator on every measurement row; with `presets`, the rows of a framework's
+    own runs (`row_framework`) get that framework's preset on the settings they leave out."""
     catalog = load_catalog()
     out: list[CalibrationRow] = []
     with path.open(newline="", encoding="utf-8") as f:
@@ -381,6 +412,9 @@ def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
             modeled, exact = METHOD_MAP[method_key(r["method"])]
             gpu: GpuSpec = catalog.gpu(_gpu(r["gpu"]))
             job = job_for_row(r, arch)
+            framework = row_framework(r["source"]) if presets else None
+            if framework:
+                job = with_preset(job, framework, r)
             est = estimate(arch, job, gpu)
             if _checkpointing_unstated(r) and not est.memory.fits:
                 # the run happened on this GPU, so it fit: it must have recomputed

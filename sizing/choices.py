@@ -16,7 +16,7 @@ Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]
 Framework = Literal["hf", "trl", "axolotl", "unsloth", "torchtune", "litgpt", "llama-factory",
                     "ms-swift"]
-Loss = Literal["eager", "chunked", "fused", "cce"]
+Loss = Literal["eager", "chunked", "fused", "cce", "unsloth"]
 Nf4Backend = Literal["bitsandbytes", "torchao"]
 
 

@@ -49,6 +49,14 @@ PADDED_SDPA_NOTE = (
     "to get it")
 
 
+# torchtune's padded_collate_sft pads a batch to its longest sample; tokenizer.max_seq_len only
+# truncates (pytorch/torchtune torchtune/data/_collate.py at bd2a0fc, line 190).
+TORCHTUNE_PADDING_NOTE = (
+    "torchtune pads each batch to its longest sample (padded_collate_sft) and "
+    "tokenizer.max_seq_len only truncates: unless dataset.packed is true, give --seq-len as "
+    "the longest sample of your data, not max_seq_len")
+
+
 class Job(BaseModel):
     """One fine-tuning job: exactly one of `model`, `config` or `params`, and its options."""
 
@@ -86,7 +94,8 @@ class Job(BaseModel):
         description="none|int8|nf4|gptq base weights (qlora implies nf4; gptq: a GPTQ or "
                     "AWQ int4 checkpoint; default: the checkpoint's own quantization, else "
                     "none)")
-    double_quant: bool = Field(default=True, description="NF4 double quantization of the scales")
+    double_quant: bool | None = Field(
+        default=None, description="NF4 double quantization of the scales (default on)")
     framework: Framework = Field(
         default="hf",
         description="hf|trl|axolotl|unsloth|torchtune|litgpt|llama-factory|ms-swift: fills "
@@ -127,8 +136,9 @@ class Job(BaseModel):
         description="fused linear cross-entropy (Liger-style); same as --loss fused")
     loss: Loss | None = Field(
         default=None,
-        description="eager|chunked|fused|cce: full fp32 logits, torchtune/litgpt chunks, "
-                    "Liger/Unsloth fused, or Cut Cross-Entropy (default eager)")
+        description="eager|chunked|fused|cce|unsloth: full fp32 logits, torchtune/litgpt "
+                    "chunks, Liger/TRL fused, Cut Cross-Entropy, or Unsloth's fused loss over "
+                    "chunks of up to 4 GiB of fp32 logits (default eager)")
     compile: bool | None = Field(
         default=None, description="torch.compile the model (default off)")
     fused_kernels: bool | None = Field(
@@ -139,11 +149,32 @@ class Job(BaseModel):
         default=None,
         description="step each parameter during backward and free its gradient (torchtune "
                     "optimizer_in_bwd; needs --grad-accum 1)")
-    fp32_loss: bool = Field(
-        default=True,
-        description="the eager loss over fp32 logits (autocast, or transformers' own cast); "
-                    "--no-fp32-loss: cross-entropy on the 16-bit logits (remote code under "
-                    "DeepSpeed, a pure-16-bit loop)")
+    fp32_loss: bool | None = Field(
+        default=None,
+        description="the eager or chunked loss over fp32 logits (autocast, or the code's own "
+                    "cast; default on); --no-fp32-loss: cross-entropy on the 16-bit logits "
+                    "(remote code under DeepSpeed, a pure-16-bit loop, litgpt under bf16-true)")
+    adapter_fp32: bool | None = Field(
+        default=None,
+        description="PEFT adapters, their gradients and optimizer states in fp32 (PEFT's "
+                    "default); --no-adapter-fp32: in the model's dtype (torchtune, litgpt "
+                    "with --quantize)")
+    base_fp32: bool | None = Field(
+        default=None,
+        description="a LoRA job's frozen base kept in fp32 under autocast (litgpt's default "
+                    "bf16-mixed precision; default off)")
+    quantize_head: bool | None = Field(
+        default=None,
+        description="the LM head quantized with a quantized base (litgpt --quantize; default "
+                    "off)")
+    embedding_grad: bool | None = Field(
+        default=None,
+        description="the frozen input embedding still gets a dense gradient (litgpt "
+                    "--quantize; default off)")
+    logits_kept: bool | None = Field(
+        default=None,
+        description="the training loop holds the 16-bit logits through backward (litgpt; "
+                    "default off)")
     grad_clipping: bool | None = Field(
         default=None,
         description="clip the gradient norm before each optimizer step (HF Trainer "
@@ -198,6 +229,8 @@ class Job(BaseModel):
         if (self.framework in SDPA_PADDING_FRAMEWORKS and spec.variable_lengths
                 and spec.batch_size > 1 and spec.flash_attention and arch.arch == "decoder"):
             notes.append(PADDED_SDPA_NOTE)
+        if self.framework == "torchtune" and spec.variable_lengths and arch.arch == "decoder":
+            notes.append(TORCHTUNE_PADDING_NOTE)
         return arch, spec, [*warnings, *notes]
 
     def architecture(self) -> tuple[Architecture, list[str]]:

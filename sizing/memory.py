@@ -48,6 +48,7 @@ from gpuscout.sizing.memory_weights import (
     GPTQ_BYTES,
     NF4_BYTES,
     NF4_DQ_BYTES,
+    base_cast_bytes,
     dequant_buffer_bytes,
     frozen_weight_bytes,
     largest_trainable_param,
@@ -144,6 +145,11 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         # and saved by the matmul for the backward pass (torch.autocast caches casts only of
         # trainable leaves, so the frozen head is re-cast and held each step).
         terms["autocast_copy"] += arch.output_projection_params * b
+    terms["autocast_copy"] += base_cast_bytes(arch, job, b)
+    if job.embedding_grad and job.is_peft:
+        # a trainable-looking embedding nothing steps (litgpt's StableEmbedding swap): its
+        # dense 16-bit gradient is written by every backward and never freed
+        terms["gradients"] += arch.embedding_params * b / div_w
     terms["dequant_buffer"] = dequant_buffer_bytes(arch, job, b)
 
     step = foreach_step_bytes(terms, all_gradients, job, state.optimizer / 2 / div_opt)
@@ -191,7 +197,10 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
 
 def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     out: list[str] = []
-    if job.is_peft:
+    if job.is_peft and not job.adapter_fp32 and dt != "fp32":
+        out.append(f"{job.method}: {pt:,} trainable parameters in {dt}, with {dt} gradients "
+                   f"and optimizer states (adapters built in the model's dtype)")
+    elif job.is_peft:
         out.append(f"{job.method}: {pt:,} trainable parameters, kept in fp32 with fp32 "
                    f"gradients and optimizer states (PEFT default)")
     elif dt == "fp32":
@@ -224,24 +233,35 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
 def _knob_notes(job: JobSpec) -> list[str]:
     out: list[str] = []
     if job.loss != "eager":
-        out.append({"chunked": "chunked cross-entropy: the fp32 log-probabilities of every "
-                               "chunk are kept for backward, one chunk's gradients at a time",
+        out.append({"chunked": "chunked cross-entropy: the log-probabilities of every chunk "
+                               "are kept for backward, one chunk's gradients at a time",
                     "fused": "fused linear cross-entropy: no vocabulary-sized buffer outlives "
                              "a chunk",
+                    "unsloth": "Unsloth's fused cross-entropy: the logits in chunks of up to "
+                               "4 GiB in fp32, loss and gradients computed in the forward",
                     "cce": "Cut Cross-Entropy: logits never materialized, one fp32 hidden-state "
                            "gradient per token"}[job.loss])
     if job.compile:
         out.append("torch.compile: the gated MLP's activation output is recomputed, not "
                    "saved; speed-up not modeled")
+    if job.base_fp32 and job.is_peft and job.quant == "none":
+        out.append("frozen base kept in fp32 under autocast (bf16-mixed): 4 bytes per weight, "
+                   "and the 16-bit casts the matmuls save for backward")
+    if job.quantize_head and job.quant != "none":
+        out.append("the LM head is quantized with the blocks (every nn.Linear is replaced)")
+    if job.embedding_grad and job.is_peft:
+        out.append("the input embedding gets a dense gradient that no optimizer steps or frees")
+    if job.logits_kept and job.loss in ("eager", "chunked"):
+        out.append("the training loop holds the 16-bit logits through backward")
     if job.train_embeddings:
         out.append("embeddings and LM head trained (modules_to_save): trainable copies beside "
                    "the frozen originals, in the base model's dtype with 16-bit gradients and "
                    "optimizer states")
     if job.quant == "nf4" and job.nf4_backend == "torchao":
         out.append("torchao NF4Tensor base (double-quantized scales always)")
-    if job.loss == "eager" and not job.fp32_loss:
-        out.append("the eager loss runs on the 16-bit logits (no autocast, no logits.float()): "
-                   "its buffers are 16-bit")
+    if job.loss in ("eager", "chunked") and not job.fp32_loss:
+        out.append(f"the {job.loss} loss runs on the 16-bit logits (no autocast, no "
+                   "logits.float()): its buffers are 16-bit")
     if job.lora_dropout > 0 and job.method in ("lora", "qlora", "dora"):
         out.append(f"LoRA dropout {job.lora_dropout:g}: each adapted module keeps its dropped-"
                    "out input and a one-byte mask")

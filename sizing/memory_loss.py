@@ -3,8 +3,10 @@ losses, and the segments an earlier, shorter batch leaves in the caching allocat
 
 from __future__ import annotations
 
+import math
+
 from gpuscout.sizing.architectures import Architecture
-from gpuscout.sizing.memory_units import DTYPE_BYTES, FP32
+from gpuscout.sizing.memory_units import DTYPE_BYTES, FP32, GIB
 from gpuscout.sizing.types import JobSpec
 
 # Causal-LM loss, as the code runs it (transformers LlamaForCausalLM / ForCausalLMLoss,
@@ -42,6 +44,14 @@ CHUNKED_LOSS_BYTES_PER_HIDDEN = FP32 * (LOSS_FP32_BUFFERS + 1)
 # (its two fp32 gradient buffers). So one fp32 tokens × vocabulary buffer instead of three,
 # plus two fp32 buffers of one chunk.
 CHUNKED_LOSS_CHUNKS = 8
+# Unsloth's fused cross-entropy (unsloth_zoo fused_losses/cross_entropy_loss.py at ce232d6,
+# `get_chunk_size`, `_get_chunk_multiplier`): the tokens are cut into as few chunks as keep one
+# chunk's fp32 logits within a target, min(half the free VRAM, 4 GiB), in multiples of 4 (or one
+# chunk when everything fits), and each chunk's loss and gradients are computed in the forward
+# pass (torch.func.grad_and_value) into a gradient of the hidden states allocated for the whole
+# batch (`torch.empty_like(hidden_states)`). One chunk holds the eager loss's three fp32 buffers
+# at its peak. The target is taken at its 4 GiB cap (cards with 8 GiB or more free then).
+UNSLOTH_CE_TARGET_GIB = 4.0
 # Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009, the axolotl plugin): logits are
 # computed block by block in on-chip memory and never written out; the forward keeps one fp32
 # log-sum-exp per token and the backward writes the fp32 gradient of the hidden states.
@@ -53,7 +63,12 @@ def logits_bytes(arch: Architecture, job: JobSpec) -> float:
 
     eager: three fp32 tokens × vocabulary buffers (LOSS_FP32_BUFFERS); chunked: one, plus two
     of one chunk (CHUNKED_LOSS_CHUNKS); fused: tokens × hidden, no vocabulary-sized buffer
-    survives a chunk; cce: one fp32 hidden-state gradient and log-sum-exp per token.
+    survives a chunk; cce: one fp32 hidden-state gradient and log-sum-exp per token; unsloth:
+    the three fp32 buffers of one chunk of up to 4 GiB of fp32 logits, and the hidden states'
+    16-bit gradient (UNSLOTH_CE_TARGET_GIB). The eager
+    and chunked buffers are 16-bit where nothing casts the logits up (`fp32_loss` off: litgpt's
+    chunked_cross_entropy under bf16-true), and the model's 16-bit logits add to them where the
+    training loop holds them through backward (`logits_kept`: litgpt's fit()).
     """
     if arch.arch == "encoder":
         return 0.0
@@ -63,18 +78,30 @@ def logits_bytes(arch: Architecture, job: JobSpec) -> float:
         return tokens * arch.hidden_size * CHUNKED_LOSS_BYTES_PER_HIDDEN
     if job.loss == "cce":
         return tokens * (arch.hidden_size * CCE_BYTES_PER_HIDDEN + FP32)
+    if job.loss == "unsloth":
+        chunk = -(-tokens // unsloth_ce_chunks(tokens, arch.vocab_size))
+        return (chunk * arch.vocab_size * FP32 * LOSS_FP32_BUFFERS
+                + tokens * arch.hidden_size * DTYPE_BYTES[job.dtype])
+    kept = tokens * arch.vocab_size * DTYPE_BYTES[job.dtype] if job.logits_kept else 0
     if job.loss == "chunked":
         chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
-        return (tokens + 2 * chunk) * arch.vocab_size * FP32
+        return (tokens + 2 * chunk) * arch.vocab_size * _loss_element_bytes(job) + kept
     return tokens * arch.vocab_size * (_loss_element_bytes(job) * LOSS_FP32_BUFFERS
-                                       + _softcap_bytes(arch, job))
+                                       + _softcap_bytes(arch, job)) + kept
+
+
+def unsloth_ce_chunks(tokens: int, vocab: int) -> int:
+    """Chunks of Unsloth's fused cross-entropy (`get_chunk_size` at its 4 GiB target)."""
+    exact = tokens * vocab * FP32 / GIB / UNSLOTH_CE_TARGET_GIB
+    return 1 if exact <= 1 + 1e-9 else math.ceil(exact / 4 - 1e-9) * 4
 
 
 def _loss_element_bytes(job: JobSpec) -> int:
-    """Bytes per element of the eager loss's tokens × vocabulary buffers: fp32 when autocast
-    or the model's code casts the logits up (`fp32_loss`), else the 16-bit logits' own size
-    (Qwen-1's QWenLMHeadModel runs CrossEntropyLoss on lm_logits as they are, and DeepSpeed's
-    fp16/bf16 engine runs no autocast)."""
+    """Bytes per element of the eager or chunked loss's tokens × vocabulary buffers: fp32 when
+    autocast or the code casts the logits up (`fp32_loss`; torchtune's LinearCrossEntropyLoss
+    calls logits.float()), else the 16-bit logits' own size (Qwen-1's QWenLMHeadModel runs
+    CrossEntropyLoss on lm_logits as they are, and DeepSpeed's fp16/bf16 engine runs no
+    autocast)."""
     return FP32 if job.fp32_loss else DTYPE_BYTES[job.dtype]
 
 

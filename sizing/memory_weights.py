@@ -78,10 +78,14 @@ def per_param_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> _PerParam
       fp32 grads 4 + fp32 states (HF "model memory anatomy": 18 B/P with AdamW).
     - mixed precision under ZeRO/FSDP: 16-bit weights 2 + 16-bit grads 2 + fp32 master 4 +
       fp32 states (ZeRO paper §3.1: 2 + 2 + 12 = 16 B/P with AdamW).
-    - PEFT adapters are fp32 (PEFT autocast_adapter_dtype=True): 4 + 4 + fp32 states.
+    - PEFT adapters are fp32 (PEFT autocast_adapter_dtype=True): 4 + 4 + fp32 states; where
+      the framework builds them in the model's dtype (`adapter_fp32` off: torchtune, litgpt
+      under bf16-true) 2 + 2 + states made like the parameter, in 16 bits.
     """
     b = DTYPE_BYTES[dtype]
     ratio = _adafactor_ratio(arch, job) if job.optimizer == "adafactor" else 1.0
+    if job.is_peft and not job.adapter_fp32 and dtype != "fp32":
+        return _PerParam(b, 0, 0, b, _optimizer_state_bytes(job, b, ratio))
     if job.is_peft or dtype == "fp32":
         return _PerParam(FP32, 0, 0, FP32, _optimizer_state_bytes(job, FP32, ratio))
     if not job.mixed_precision:
@@ -143,19 +147,46 @@ def largest_trainable_param(arch: Architecture, job: JobSpec) -> float:
     return float(max(linear, arch.vocab_size * arch.hidden_size))
 
 
+def quantized_head_params(arch: Architecture, job: JobSpec) -> int:
+    """The untied LM head's weight when the framework quantizes it with the blocks
+    (`quantize_head`: Lightning's BitsandbytesPrecision replaces every nn.Linear)."""
+    if job.quant == "none" or not job.quantize_head or not arch.lm_head_params:
+        return 0
+    return arch.vocab_size * arch.hidden_size
+
+
 def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
-    """The frozen base model of a PEFT job, by storage type."""
+    """The frozen base model of a PEFT job, by storage type: fp32 where the framework keeps
+    the base in fp32 under autocast (`base_fp32`: Lightning Fabric's bf16-mixed)."""
     b = DTYPE_BYTES[dtype]
     if job.quant == "none":
-        return arch.total_params * b
+        return arch.total_params * (FP32 if job.base_fp32 else b)
     rest = FP32 if uses_kbit_upcast(job) else b
-    linear = arch.linear_weight_params
+    head = quantized_head_params(arch, job)
+    linear = arch.linear_weight_params + head
+    non_linear = arch.non_linear_params - head
     if job.quant == "nf4":
-        return linear * nf4_bytes(job) + arch.non_linear_params * rest
+        return linear * nf4_bytes(job) + non_linear * rest
     if job.quant == "gptq":
-        return linear * GPTQ_BYTES + arch.non_linear_params * rest
-    scales = sum(m.count * m.d_out for blk in arch.blocks() for m in blk) * FP32
-    return linear * INT8_BYTES + scales + arch.non_linear_params * rest
+        return linear * GPTQ_BYTES + non_linear * rest
+    rows = sum(m.count * m.d_out for blk in arch.blocks() for m in blk)
+    scales = (rows + (arch.vocab_size if head else 0)) * FP32
+    return linear * INT8_BYTES + scales + non_linear * rest
+
+
+def base_cast_bytes(arch: Architecture, job: JobSpec, b: int) -> float:
+    """The 16-bit copies of an fp32 frozen base (`base_fp32`) that autograd holds at the peak.
+
+    torch.autocast casts a weight to 16 bits at every matmul and caches the cast only for
+    leaves that require grad, so each frozen weight is cast anew, and the matmul saves the
+    cast for its input's gradient: every linear of the block being recomputed under
+    checkpointing (every block's without), and the head's, until their backward.
+    """
+    if not (job.is_peft and job.base_fp32 and job.quant == "none"):
+        return 0.0
+    per_block = [sum(m.d_in * m.d_out * m.count for m in blk) for blk in arch.blocks()]
+    held = max(per_block) if job.grad_checkpointing else sum(per_block)
+    return (held + arch.output_projection_params) * b
 
 
 def dequant_buffer_bytes(arch: Architecture, job: JobSpec, b: int) -> float:

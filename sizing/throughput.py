@@ -264,7 +264,9 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     attn_rate = tflops * (kernel_efficiency("flash_attention", gpu) if job.flash_attention
                           else kernel_efficiency("matmul", gpu))
     ab = DTYPE_BYTES[dtype]
-    autocast = per_param_bytes(arch, job, dtype).autocast > 0
+    # fp32 weights under autocast: a full model's (AMP), or a LoRA job's frozen fp32 base
+    autocast = per_param_bytes(arch, job, dtype).autocast > 0 or (
+        job.base_fp32 and job.is_peft and job.quant == "none")
     # prepare_model_for_kbit_training leaves fp32 embeddings and norms, so the hidden states
     # and every pointwise kernel on them run in fp32 (memory counts them so too), and each
     # 4-bit/8-bit layer casts its fp32 input to the compute dtype and its output back

@@ -78,7 +78,8 @@ class JobSpec(BaseModel):
         default="eager",
         description="eager: full logits + fp32 softmax; chunked: per-chunk logits kept for "
                     "backward (torchtune, litgpt); fused: no logits outlive a chunk (Liger, "
-                    "Unsloth, TRL chunked_nll); cce: Cut Cross-Entropy, no logits in memory")
+                    "TRL chunked_nll); cce: Cut Cross-Entropy, no logits in memory; unsloth: "
+                    "Unsloth's fused loss, chunks of up to 4 GiB of fp32 logits")
     activation_offloading: bool = False
     checkpoint_offload: bool = False
     optimizer_in_backward: bool = False
@@ -97,6 +98,27 @@ class JobSpec(BaseModel):
                     "or the model's own logits.float() (transformers' causal LMs); False: "
                     "cross-entropy on the model's 16-bit logits, as remote modeling code without "
                     "that cast runs under DeepSpeed's fp16/bf16 engine, or a pure-16-bit loop")
+    adapter_fp32: bool = Field(
+        default=True,
+        description="PEFT adapters (and their gradients and optimizer states) in fp32, as "
+                    "PEFT's autocast_adapter_dtype casts them; False: in the model's dtype "
+                    "(torchtune, litgpt under bf16-true)")
+    base_fp32: bool = Field(
+        default=False,
+        description="a PEFT job's unquantized frozen base kept in fp32 and cast to 16 bits by "
+                    "autocast at each matmul (Lightning Fabric's bf16-mixed precision)")
+    quantize_head: bool = Field(
+        default=False,
+        description="a quantized base's untied LM head quantized with the blocks (Lightning's "
+                    "BitsandbytesPrecision replaces every nn.Linear)")
+    embedding_grad: bool = Field(
+        default=False,
+        description="the input embedding of a PEFT job gets a dense gradient nothing steps or "
+                    "frees (litgpt's bitsandbytes StableEmbedding swap)")
+    logits_kept: bool = Field(
+        default=False,
+        description="the training loop holds the model's 16-bit logits through backward "
+                    "(litgpt's fit())")
     nf4_backend: Nf4Backend = "bitsandbytes"
     train_embeddings: bool = False
     variable_lengths: bool = Field(
@@ -170,6 +192,15 @@ class JobSpec(BaseModel):
         if self.checkpoint_offload and not self.grad_checkpointing:
             raise UserInputError("--checkpoint-offload offloads the checkpointed block inputs: "
                                  "it needs --grad-checkpointing")
+        if self.base_fp32 and self.quant != "none":
+            raise UserInputError(f"--base-fp32 keeps an unquantized frozen base in fp32; the "
+                                 f"base here is {self.quant}")
+        if self.quantize_head and self.quant == "none":
+            raise UserInputError("--quantize-head quantizes the LM head with a quantized base: "
+                                 "it needs --quant (or --method qlora)")
+        if self.embedding_grad and not self.is_peft:
+            raise UserInputError("--embedding-grad is a frozen embedding's stray gradient: it "
+                                 "needs a PEFT method (--method full trains the embedding)")
         if self.train_embeddings and not self.is_peft:
             raise UserInputError("--train-embeddings adds embeddings and LM head to a PEFT "
                                  "method's trainable set; --method full trains them already")

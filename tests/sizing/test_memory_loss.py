@@ -12,6 +12,7 @@ from gpuscout.sizing.memory_loss import (
     LOSS_FP32_BUFFERS,
     logits_bytes,
     stale_loss_bytes,
+    unsloth_ce_chunks,
 )
 from gpuscout.sizing.memory_units import FP32
 from gpuscout.sizing.types import JobSpec
@@ -63,10 +64,26 @@ def test_a_16_bit_loss_keeps_its_buffers_in_the_logits_dtype() -> None:
     assert logits_bytes(Q, bf16) == t * Q.vocab_size * 2 * LOSS_FP32_BUFFERS
     assert memory_estimate(Q, bf16).breakdown["logits_and_loss"] < \
         memory_estimate(Q, fp32).breakdown["logits_and_loss"]
-    # a chunked or fused loss casts per chunk whatever the flag
+    # a chunked loss keeps its log-probabilities in the logits' dtype too (litgpt's
+    # chunked_cross_entropy under bf16-true); a fused loss casts per chunk whatever the flag
     chunked = qlora(loss="chunked")
-    assert logits_bytes(Q, chunked) == logits_bytes(
-        Q, chunked.model_copy(update={"fp32_loss": False}))
+    chunk = t // CHUNKED_LOSS_CHUNKS
+    assert logits_bytes(Q, chunked.model_copy(update={"fp32_loss": False})) == \
+        (t + 2 * chunk) * Q.vocab_size * 2
+    fused = qlora(loss="fused")
+    assert logits_bytes(Q, fused) == logits_bytes(
+        Q, fused.model_copy(update={"fp32_loss": False}))
+
+
+def test_logits_the_loop_holds_add_to_the_loss_buffers() -> None:
+    """litgpt's fit() keeps `logits` (16-bit, every chunk) alive through backward."""
+    job = qlora(loss="chunked")
+    t = 4 * 4096
+    assert logits_bytes(Q, job.model_copy(update={"logits_kept": True})) - \
+        logits_bytes(Q, job) == t * Q.vocab_size * 2
+    fused = qlora(loss="fused")
+    assert logits_bytes(Q, fused.model_copy(update={"logits_kept": True})) == \
+        logits_bytes(Q, fused)  # a fused loss never materializes them
 
 
 def test_gemma_2_soft_caps_its_logits_and_keeps_tanh_for_the_backward() -> None:
@@ -81,3 +98,17 @@ def test_gemma_2_soft_caps_its_logits_and_keeps_tanh_for_the_backward() -> None:
     assert extra == 1024 * gemma2.vocab_size * 2
     fused = job.model_copy(update={"loss": "fused"})
     assert logits_bytes(gemma2, fused) == logits_bytes(plain, fused)
+
+
+def test_unsloth_fused_loss_runs_one_chunk_of_up_to_4_gib_of_fp32_logits() -> None:
+    """unsloth-zoo's get_chunk_size: as few chunks (multiples of 4) as keep a chunk's fp32
+    logits within 4 GiB, one chunk when they fit; at its peak a chunk holds the eager loss's
+    three fp32 buffers, beside the hidden states' 16-bit gradient."""
+    assert unsloth_ce_chunks(2048, 128256) == 1  # 1.0 GB of fp32 logits
+    assert unsloth_ce_chunks(16384, 152064) == 4  # 9.3 GiB: 2.3 chunks, rounded up to 4
+    assert unsloth_ce_chunks(65536, 152064) == 12  # 37 GiB: 9.3, rounded up to 12
+    job = JobSpec(method="qlora", batch_size=1, seq_len=2048, loss="unsloth")
+    assert logits_bytes(Q, job) == 2048 * Q.vocab_size * 12 + 2048 * Q.hidden_size * 2
+    long = JobSpec(method="qlora", batch_size=4, seq_len=4096, loss="unsloth")
+    chunk = 4 * 4096 // 4
+    assert logits_bytes(Q, long) == chunk * Q.vocab_size * 12 + 4 * 4096 * Q.hidden_size * 2
