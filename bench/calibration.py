@@ -419,11 +419,13 @@ property of the job the row describes, so it is named here, not modelled; the ro
 - **The H100 rows**: the trainer tests' Llama-3.1-8B LoRA at 16k tokens per step is 2.9× fast
   on an H100 (row 109) and 2.3× fast on an A100 (row 125): measured H100/A100 1.8×, ours 2.2×,
   so most of that gap is the trainer's, not the GPU's. NeMo Automodel's LoRA of Llama-3.3-70B
-  on 8×H100 (row 73, 17.8 % MFU measured) is 2.2× fast in our model (its tensor and pipeline
-  parallelism, with the pipeline's bubble, is sized as ZeRO-3), and A100 rows of the same kind
-  are closer (Granite FSDP +15 %): the H100's achievable rate on these training shapes may sit
-  below its best-shape matmul figure; that is not measured here, so no constant was changed
-  for it.
+  on 8×H100 (row 73, 17.8 % MFU measured) was 2.2× fast while its tensor and pipeline
+  parallelism was sized as ZeRO-3; read as what its sharding column and notes say (tensor 2 ×
+  pipeline 4 with 10 virtual stages, micro-batch 1, 32 micro-batches a step:
+  `sizing/parallel.py`) it is 1.9× fast, with the bubble (3/10 of a micro-batch) and the
+  tensor-parallel all-reduces counted. A100 rows of the same kind are closer (Granite FSDP
+  +15 %): the H100's achievable rate on these training shapes may sit below its best-shape
+  matmul figure; that is not measured here, so no constant was changed for it.
 """
 
 

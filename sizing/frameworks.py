@@ -56,6 +56,11 @@ GENERIC: dict[str, Any] = {
     "logits_kept": False,
     # transformers' causal LMs cast the logits to fp32 for their loss
     "fp32_loss": True,
+    # batches padded to their longest sample (the trainers' collators), not packed
+    "packed": False,
+    "sequence_parallel": False,
+    "distributed_optimizer": False,
+    "fp8_recipe": "te",
 }
 # Settings that only mean something for a LoRA-family method: a preset's value for them is
 # not worth a note on a full fine-tune.
@@ -156,6 +161,20 @@ def _fmt(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def _worth_a_note(setting: str, job: dict[str, Any]) -> bool:
+    """Whether a preset value means anything for this job (an adapter's rank does not for a
+    full fine-tune, an FP8 recipe not without --dtype fp8)."""
+    if setting in _LORA_SETTINGS:
+        return job.get("method") in LORA_METHODS
+    if setting == "fp8_recipe":
+        return job.get("dtype") == "fp8"
+    if setting == "sequence_parallel":
+        return (job.get("tensor_parallel") or 1) > 1
+    if setting == "distributed_optimizer":
+        return (job.get("gpus") or 1) > 1
+    return True
+
+
 def fill(framework: str | None,
          given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """`given` with every preset-able setting that is None filled from the framework's preset
@@ -177,7 +196,7 @@ def fill(framework: str | None,
         lora = setting in _LORA_SETTINGS
         if setting in preset:
             out[setting] = preset[setting].value
-            if not lora or out.get("method") in LORA_METHODS:
+            if _worth_a_note(setting, out):
                 applied.append(f"{setting}={_fmt(out[setting])}")
         else:
             out[setting] = generic

@@ -26,6 +26,8 @@ FORMULAS.md (shared/sizing) has the long form.
 from __future__ import annotations
 
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.fp8 import amax_history_bytes, weight_copy_bytes
+from gpuscout.sizing.fp8 import notes as fp8_notes
 from gpuscout.sizing.memory_activations import (
     OFFLOAD_RESIDENT_LAYERS,
     activation_bytes,
@@ -140,23 +142,24 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
 
     terms["sharding_buffers"] = sharding_buffer_bytes(arch, job, dt, state.grad)
 
-    if uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
-        # The fp32-upcast LM head runs under autocast: its 16-bit cast is made every forward
-        # and saved by the matmul for the backward pass (torch.autocast caches casts only of
-        # trainable leaves, so the frozen head is re-cast and held each step).
-        terms["autocast_copy"] += arch.output_projection_params * b
-    terms["autocast_copy"] += base_cast_bytes(arch, job, b)
-    if job.embedding_grad and job.is_peft:
-        # a trainable-looking embedding nothing steps (litgpt's StableEmbedding swap): its
-        # dense 16-bit gradient is written by every backward and never freed
-        terms["gradients"] += arch.embedding_params * b / div_w
-    terms["dequant_buffer"] = dequant_buffer_bytes(arch, job, b)
+    _add_copies(terms, arch, job, dt, div_w)
 
     step = foreach_step_bytes(terms, all_gradients, job, state.optimizer / 2 / div_opt)
+    total = arch.total_params + (pt if job.is_peft else 0)
+    return pooled(terms, stale_loss_bytes(arch, job), step, vram_gb, notes=notes,
+                  tail=_notes(arch, job, dt, pt) + fp8_notes(job), trainable=pt, total=total,
+                  host=host)
+
+
+def pooled(terms: dict[str, float], stale: float, step: float, vram_gb: float | None, *,
+           notes: list[str], tail: list[str], trainable: int, total: int,
+           host: float) -> MemoryEstimate:
+    """The estimate from the tensors' terms (bytes): the caching allocator's reserve on what
+    training allocates, the stale loss segments, the optimizer step's buffer beyond the pool,
+    the CUDA context, each capped by the device. `tail`: notes to follow the allocator's."""
     allocated = sum(terms.values())
     training_time = allocated - terms["weights_frozen"] - terms["weights_trainable"]
     reserve = training_time * FRAGMENTATION / (1 - FRAGMENTATION)
-    stale = stale_loss_bytes(arch, job)
     if vram_gb is not None:
         # The allocator frees cached blocks and retries before it reports out-of-memory, so the
         # cache cannot push the pool past the device (PyTorch CUDA semantics docs).
@@ -177,15 +180,13 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     terms["stale_loss_segments"] = stale
     terms["cuda_context"] = CUDA_CONTEXT_GB * GB
     peak = allocated + reserve + stale + CUDA_CONTEXT_GB * GB
-
-    notes += _notes(arch, job, dt, pt)
-    total = arch.total_params + (pt if job.is_peft else 0)
+    notes = notes + tail
     return MemoryEstimate(
         peak_gb_per_gpu=round(peak / GB, 3),
         allocated_gb=round(allocated / GB, 3),
         reserved_gb=round((allocated + reserve + stale) / GB, 3),
         breakdown={k: round(v / GB, 3) for k, v in terms.items()},
-        trainable_params=pt,
+        trainable_params=trainable,
         total_params=total,
         host_ram_gb=round(host / GB, 3),
         fits=None if vram_gb is None else peak <= vram_gb * GIB,
@@ -193,6 +194,29 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     )
 
 
+
+
+def _add_copies(terms: dict[str, float], arch: Architecture, job: JobSpec, dt: Dtype,
+                div_w: int) -> None:
+    """The copies a job's code path makes beside its weights: 16-bit casts of fp32 weights
+    under autocast, a stray embedding gradient, a quantized base's dequantized matrices and
+    FP8 workspaces."""
+    b = DTYPE_BYTES[dt]
+    if uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
+        # The fp32-upcast LM head runs under autocast: its 16-bit cast is made every forward
+        # and saved by the matmul for the backward pass (torch.autocast caches casts only of
+        # trainable leaves, so the frozen head is re-cast and held each step).
+        terms["autocast_copy"] += arch.output_projection_params * b
+    terms["autocast_copy"] += base_cast_bytes(arch, job, b)
+    if job.embedding_grad and job.is_peft:
+        # a trainable-looking embedding nothing steps (litgpt's StableEmbedding swap): its
+        # dense 16-bit gradient is written by every backward and never freed
+        terms["gradients"] += arch.embedding_params * b / div_w
+    terms["dequant_buffer"] = dequant_buffer_bytes(arch, job, b)
+    if dt == "fp8":
+        # Transformer Engine's FP8 weight workspaces and amax histories (sizing/fp8.py)
+        terms["fp8_copies"] = (weight_copy_bytes(arch, job) + amax_history_bytes(arch, job)) \
+            / div_w
 
 
 def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
@@ -208,7 +232,9 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     elif job.mixed_precision:
         out.append("mixed precision: fp32 master weights and optimizer states, 16-bit compute")
     else:
-        out.append(f"pure {dt}: weights, gradients and optimizer states all in {dt}")
+        sixteen = "bf16" if dt == "fp8" else dt
+        out.append(f"pure {sixteen}: weights, gradients and optimizer states all in "
+                   f"{sixteen}")
     if uses_kbit_upcast(job):
         out.append("prepare_model_for_kbit_training casts embeddings, LM head and norms to "
                    "fp32, so the hidden states and activations run in fp32 too")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuscout.sizing.architectures import Architecture, Linear
+from gpuscout.sizing.fp8 import saved_linear_input_bytes
 from gpuscout.sizing.memory_units import DTYPE_BYTES, FP32
 from gpuscout.sizing.memory_weights import uses_kbit_upcast
 from gpuscout.sizing.peft import is_lora_target
@@ -117,6 +118,9 @@ def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear]
     """
     h = arch.hidden_size
     full = job.method == "full"
+    # a trained linear's input kept for its weight gradient: in FP8 under Transformer Engine
+    # (LoRA's adapters save theirs in 16 bits; a frozen base linear saves none)
+    lin = saved_linear_input_bytes(job, ab) if full else ab
 
     def adapted(m: Linear) -> bool:
         return lora and is_lora_target(m, job.lora_targets)
@@ -136,7 +140,7 @@ def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear]
             continue
         keys = s_enc if group == "cross_attn" else s_kv
         if any(needs_input(m) for m in mods if m.name in ("q", "k", "v", "qkv")):
-            total += ab * h  # the normed input shared by q, k, v
+            total += lin * h  # the normed input shared by q, k, v
         if job.flash_attention:
             total += ab * (2 * arch.q_dim + 2 * arch.kv_dim)  # q, k, v, output (+ tiny lse)
         else:
@@ -145,7 +149,7 @@ def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear]
             dropout = (1 + ab) if arch.model_type in _ATTN_DROPOUT_TYPES else 0
             total += arch.num_heads * keys * (softmax + dropout)
         if any(needs_input(m) for m in mods if m.name == "o"):
-            total += ab * arch.q_dim
+            total += lin * arch.q_dim
 
     mlp_kinds = [m for m in block if m.group in ("mlp", "expert", "shared_expert")]
     for group, weight in (("mlp", 1.0), ("expert", float(arch.experts_per_token)),
@@ -161,9 +165,9 @@ def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear]
         if job.compile and arch.gated_mlp:
             saved -= ab * f
         if any(needs_input(m) for m in mods if m.name == "down"):
-            saved += ab * f
+            saved += lin * f
         if any(needs_input(m) for m in mods if m.name != "down"):
-            saved += ab * h
+            saved += lin * h
         if group == "expert":
             saved += ab * h  # tokens gathered per expert
         total += weight * saved

@@ -94,5 +94,5 @@ def foreach_step_bytes(terms: dict[str, float], all_gradients: float, job: JobSp
     if job.optimizer != "adamw-foreach":
         return 0.0
     resident = ("weights_frozen", "weights_trainable", "master_weights", "optimizer_states",
-                "sharding_buffers", "dequant_buffer")
-    return sum(terms[k] for k in resident) + all_gradients + one_state
+                "sharding_buffers", "dequant_buffer", "fp8_copies")
+    return sum(terms.get(k, 0.0) for k in resident) + all_gradients + one_state

@@ -13,5 +13,7 @@ def vram_label(vram_gb: float) -> str:
     return f"{vram_gb:g} GiB = {vram_gb * GIB / GB:.1f} GB"
 
 
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
+# fp8 training keeps its weights, gradients and activations in bf16: only the linear layers'
+# GEMM operands are FP8 (sizing/fp8.py counts those copies)
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 2}
 FP32 = 4

@@ -41,6 +41,8 @@ FLAGS = {
     "quantize_head": "--quantize-head/--no-quantize-head",
     "embedding_grad": "--embedding-grad/--no-embedding-grad",
     "logits_kept": "--logits-kept/--no-logits-kept",
+    "sequence_parallel": "--sequence-parallel/--no-sequence-parallel",
+    "distributed_optimizer": "--distributed-optimizer/--no-distributed-optimizer",
     "online": "--online/--offline",
 }
 
