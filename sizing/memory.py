@@ -221,9 +221,10 @@ def _add_copies(terms: dict[str, float], arch: Architecture, job: JobSpec, dt: D
 
 def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     out: list[str] = []
+    sixteen = "bf16" if dt == "fp8" else dt  # fp8 keeps its tensors in bf16
     if job.is_peft and not job.adapter_fp32 and dt != "fp32":
-        out.append(f"{job.method}: {pt:,} trainable parameters in {dt}, with {dt} gradients "
-                   f"and optimizer states (adapters built in the model's dtype)")
+        out.append(f"{job.method}: {pt:,} trainable parameters in {sixteen}, with {sixteen} "
+                   f"gradients and optimizer states (adapters built in the model's dtype)")
     elif job.is_peft:
         out.append(f"{job.method}: {pt:,} trainable parameters, kept in fp32 with fp32 "
                    f"gradients and optimizer states (PEFT default)")
@@ -232,7 +233,6 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     elif job.mixed_precision:
         out.append("mixed precision: fp32 master weights and optimizer states, 16-bit compute")
     else:
-        sixteen = "bf16" if dt == "fp8" else dt
         out.append(f"pure {sixteen}: weights, gradients and optimizer states all in "
                    f"{sixteen}")
     if uses_kbit_upcast(job):

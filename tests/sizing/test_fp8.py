@@ -92,3 +92,6 @@ def test_fp8_speeds_up_the_block_gemms_only() -> None:
     est = estimate(L31, job.model_copy(update={"dtype": "fp8"}), gpu)
     assert est.dtype == "fp8" and est.time is not None
     assert any("FP8" in n for n in est.memory.notes)
+    # the tensors themselves stay 16-bit: no note calls them fp8
+    lora = estimate(L31, JobSpec(method="lora", dtype="fp8", adapter_fp32=False), gpu)
+    assert any("in bf16, with bf16 gradients" in n for n in lora.memory.notes)
