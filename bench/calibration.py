@@ -10,10 +10,18 @@ with --write (the default when run as a module) writes bench/CALIBRATION.md.
 from __future__ import annotations
 
 import argparse
+import csv
 import statistics
 from pathlib import Path
 
-from gpuscout.sizing.calibration import CalibrationRow, Summary, calibrate, summarize
+from bench import preset_check
+from gpuscout.sizing.calibration import (
+    MEASUREMENTS_CSV,
+    CalibrationRow,
+    Summary,
+    calibrate,
+    summarize,
+)
 
 REPORT = Path(__file__).parent / "CALIBRATION.md"
 
@@ -181,10 +189,10 @@ Two sources, read the same way as the rest (no constant changed for them):
   parameters of tuner layers (`BaseTunerLayer`), which the wrapper is not. So a trained
   embedding and LM head are bf16 weights with bf16 gradients, and AdamW makes their states like
   the parameter (`torch.zeros_like`): 8 bytes per copied parameter, not fp32's 16
-  (`sizing/memory.py`, `trainable_bytes`). Qwen's profile with and without trainable embeddings
-  grows by about that much (7B: 1.25 B copied parameters, +10 GB measured, +10 GB now; +20 GB
-  before). The seven rows moved from +23–34 % to −11…+11 % (−11…+13 % with LoRA dropout's
-  saved copies, below).
+  (`sizing/memory_weights.py`, `trainable_bytes`). Qwen's profile with and without trainable
+  embeddings grows by about that much (7B: 1.25 B copied parameters, +10 GB measured, +10 GB
+  now; +20 GB before). The seven rows moved from +23–34 % to −11…+11 % (−11…+13 % with LoRA
+  dropout's saved copies, below).
 - **torch.optim.AdamW steps on its multi-tensor path unless `fused=True`** (`--optimizer
   adamw-foreach`; torch/optim/adam.py `_multi_tensor_adam`): `lerp_` of the first moment,
   `mul_` and `addcmul_` of the second, `sqrt` into a new buffer, `div_` and `add_(eps)` on it,
@@ -411,11 +419,13 @@ property of the job the row describes, so it is named here, not modelled; the ro
 - **The H100 rows**: the trainer tests' Llama-3.1-8B LoRA at 16k tokens per step is 2.9× fast
   on an H100 (row 109) and 2.3× fast on an A100 (row 125): measured H100/A100 1.8×, ours 2.2×,
   so most of that gap is the trainer's, not the GPU's. NeMo Automodel's LoRA of Llama-3.3-70B
-  on 8×H100 (row 73, 17.8 % MFU measured) is 2.2× fast in our model (its tensor and pipeline
-  parallelism, with the pipeline's bubble, is sized as ZeRO-3), and A100 rows of the same kind
-  are closer (Granite FSDP +15 %): the H100's achievable rate on these training shapes may sit
-  below its best-shape matmul figure; that is not measured here, so no constant was changed
-  for it.
+  on 8×H100 (row 73, 17.8 % MFU measured) was 2.2× fast while its tensor and pipeline
+  parallelism was sized as ZeRO-3; read as what its sharding column and notes say (tensor 2 ×
+  pipeline 4 with 10 virtual stages, micro-batch 1, 32 micro-batches a step:
+  `sizing/parallel.py`) it is 1.9× fast, with the bubble (3/10 of a micro-batch) and the
+  tensor-parallel all-reduces counted. A100 rows of the same kind are closer (Granite FSDP
+  +15 %): the H100's achievable rate on these training shapes may sit below its best-shape
+  matmul figure; that is not measured here, so no constant was changed for it.
 """
 
 
@@ -430,7 +440,11 @@ def main(argv: list[str] | None = None) -> None:
         header = _HEADER.format(
             rows=len(rows), memory=sum(r.measured_gb is not None for r in rows),
             tput=sum(r.measured_tokens_per_s is not None for r in rows))
-        REPORT.write_text(header + table + _WEAK, encoding="utf-8")
+        with MEASUREMENTS_CSV.open(newline="", encoding="utf-8") as f:
+            sources = {i: r["source"] for i, r in enumerate(csv.DictReader(f))}
+        presets = preset_check.render(sources)
+        REPORT.write_text(header + table + "\n\n" + presets + "\n" + _WEAK,
+                          encoding="utf-8")
         print(f"\nwrote {REPORT}")
 
 

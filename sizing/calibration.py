@@ -251,11 +251,30 @@ def _sharding(text: str) -> tuple[str, str]:
         sharding = "zero2"
     elif t.startswith("fsdp"):
         sharding = "fsdp"
-    elif t.startswith(("model_parallel", "tp")):
+    elif t.startswith("model_parallel"):
         sharding = "zero3"  # layers split over GPUs: weights divide, activations do not
     # the scripts' DeepSpeed/FSDP configs offload params + optimizer
     offload = "params" if "cpu_offload" in t or "cpu offload" in t else "none"
     return sharding, offload
+
+
+def _model_parallel(r: dict[str, str], gpus: int) -> dict[str, int]:
+    """Tensor, pipeline and virtual-stage degrees a row's sharding names ("tp2+pp4 (vp10)"),
+    with its micro-batch and the micro-batches per step from the notes' MBS and GBS
+    (GBS = MBS × micro-batches × data-parallel replicas); empty when it names none."""
+    t = r["sharding"].lower()
+    degrees = {key: int(m.group(1)) for key, pattern in
+               (("tensor_parallel", r"\btp(\d+)"), ("pipeline_parallel", r"\bpp(\d+)"),
+                ("virtual_stages", r"\bvp(\d+)")) if (m := re.search(pattern, t))}
+    if not degrees:
+        return {}
+    mbs = re.search(r"\bMBS (\d+)", r["notes"])
+    gbs = re.search(r"\bGBS (\d+)", r["notes"])
+    if mbs and gbs:
+        dp = gpus // (degrees.get("tensor_parallel", 1) * degrees.get("pipeline_parallel", 1))
+        degrees["batch_size"] = int(mbs.group(1))
+        degrees["grad_accum"] = max(1, int(gbs.group(1)) // (int(mbs.group(1)) * dp))
+    return degrees
 
 
 def _checkpointing_unstated(r: dict[str, str]) -> bool:
@@ -328,7 +347,7 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
                                                  for src in SIXTEEN_BIT_LOSS_SOURCES)
     fp32_loss = not (sixteen_bit_logits
                      or (deepspeed and arch.model_type in NO_LOGIT_CAST_MODEL_TYPES))
-    return JobSpec.model_validate(dict(
+    fields = dict(
         method=method, lora_rank=rank, lora_targets=targets, lora_dropout=_lora_dropout(r),
         num_virtual_tokens=virtual,
         dtype=dtype, quant=quant, double_quant=double_quant, upcast_non_quantized=upcast,
@@ -343,7 +362,9 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         train_embeddings="modules_to_save" in r["lora_targets"], fp32_loss=fp32_loss,
         gpus=gpus, sharding=sharding if gpus > 1 or sharding != "none" else "none",
         offload=offload, variable_lengths=variable,
-    ))
+    )
+    # a row that names tensor and pipeline degrees runs a micro-batch its notes give
+    return JobSpec.model_validate({**fields, **_model_parallel(r, gpus)})
 
 
 def _settings(job: JobSpec) -> str:
@@ -356,7 +377,13 @@ def _settings(job: JobSpec) -> str:
         parts.append(f"r{job.lora_rank}/{job.lora_targets}")
     parts.append("GC" if job.grad_checkpointing else "noGC")
     parts.append("FA" if job.flash_attention else "eager")
-    if job.gpus > 1 or job.sharding != "none":
+    if job.model_parallel > 1:
+        layout = [f"tp{job.tensor_parallel}", f"pp{job.pipeline_parallel}",
+                  f"vp{job.virtual_stages}", f"cp{job.context_parallel}"]
+        parts.append(f"{job.gpus}x" + "+".join(p for p in layout if not p.endswith("p1"))
+                     + (f" {job.sharding}" if job.sharding != "none" else "")
+                     + f" {job.grad_accum} micro-batches")
+    elif job.gpus > 1 or job.sharding != "none":
         parts.append(f"{job.gpus}x{job.sharding}")
     if job.offload != "none":
         parts.append(f"offload-{job.offload}")
@@ -371,8 +398,39 @@ def predict(est: Estimate, metric: Metric) -> float | None:
             "device": m.peak_gb_per_gpu, "none": None}[metric]
 
 
-def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
-    """Run the estimator on every measurement row."""
+# Rows measured with a framework whose preset this estimator has (`--framework`), by source:
+# ms-swift's benchmark (its Unsloth section ran Unsloth's patched model), the LLaMA-Factory
+# issue, and Qwen's finetune.py, a transformers Trainer with PEFT.
+ROW_FRAMEWORKS = (("section 'unsloth'", "unsloth"), ("modelscope/ms-swift", "ms-swift"),
+                  ("hiyouga/LlamaFactory", "llama-factory"), ("QwenLM/Qwen", "hf"))
+# The preset-able settings the measurement file has no column for: a preset fills them on a
+# row as it fills the options a user leaves out (the row's own columns win, as options do).
+UNSTATED = ("loss", "activation_offloading", "compile", "fused_kernels",
+            "checkpoint_offload", "optimizer_in_backward", "nf4_backend", "grad_clipping",
+            "adapter_fp32", "base_fp32", "quantize_head", "embedding_grad", "logits_kept")
+
+
+def row_framework(source: str) -> str | None:
+    """The framework whose code ran a row, when this estimator has a preset for it."""
+    return next((fw for marker, fw in ROW_FRAMEWORKS if marker in source), None)
+
+
+def with_preset(job: JobSpec, framework: str, r: dict[str, str]) -> JobSpec:
+    """`job` with `framework`'s preset filling the settings the row does not state (LoRA
+    dropout too, unless the row's notes give it)."""
+    from gpuscout.sizing.frameworks import fill
+
+    unstated: set[str] = set(UNSTATED)
+    if not re.search(r"dropout[ =][0-9.]", r["notes"].lower()):
+        unstated.add("lora_dropout")
+    given = {k: (None if k in unstated else v) for k, v in job.model_dump().items()}
+    filled, _ = fill(framework, given)
+    return JobSpec.model_validate(filled)
+
+
+def calibrate(path: Path = MEASUREMENTS_CSV, presets: bool = False) -> list[CalibrationRow]:
+    """Run the estimator on every measurement row; with `presets`, the rows of a framework's
+    own runs (`row_framework`) get that framework's preset on the settings they leave out."""
     catalog = load_catalog()
     out: list[CalibrationRow] = []
     with path.open(newline="", encoding="utf-8") as f:
@@ -381,6 +439,9 @@ def calibrate(path: Path = MEASUREMENTS_CSV) -> list[CalibrationRow]:
             modeled, exact = METHOD_MAP[method_key(r["method"])]
             gpu: GpuSpec = catalog.gpu(_gpu(r["gpu"]))
             job = job_for_row(r, arch)
+            framework = row_framework(r["source"]) if presets else None
+            if framework:
+                job = with_preset(job, framework, r)
             est = estimate(arch, job, gpu)
             if _checkpointing_unstated(r) and not est.memory.fits:
                 # the run happened on this GPU, so it fit: it must have recomputed

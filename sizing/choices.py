@@ -6,7 +6,9 @@ from typing import Literal
 
 Method = Literal["full", "lora", "qlora", "dora", "ia3", "prefix", "prompt", "adapter"]
 LoraTargets = Literal["qv", "attn", "all-linear"]
-Dtype = Literal["fp32", "fp16", "bf16"]
+# fp8: 16-bit weights, gradients and activations whose linear layers' GEMMs run in FP8
+# (Transformer Engine, torchao float8)
+Dtype = Literal["fp32", "fp16", "bf16", "fp8"]
 Quant = Literal["none", "int8", "nf4", "gptq"]
 Optimizer = Literal["adamw", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd",
                     "adafactor"]
@@ -15,9 +17,13 @@ ADAMW: tuple[Optimizer, ...] = ("adamw", "adamw-foreach")
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]
 Framework = Literal["hf", "trl", "axolotl", "unsloth", "torchtune", "litgpt", "llama-factory",
-                    "ms-swift"]
-Loss = Literal["eager", "chunked", "fused", "cce"]
+                    "ms-swift", "megatron"]
+Loss = Literal["eager", "chunked", "fused", "cce", "unsloth"]
 Nf4Backend = Literal["bitsandbytes", "torchao"]
+# How --dtype fp8 scales and keeps its FP8 tensors: "te" is Transformer Engine's own default for
+# the GPU (delayed scaling on Ada/Hopper, MXFP8 on Blackwell, current "tensorwise" scaling from
+# compute capability 12); "torchao" is torchao.float8's dynamic tensorwise Float8Linear.
+Fp8Recipe = Literal["te", "delayed", "tensorwise", "mxfp8", "torchao"]
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -31,4 +37,5 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "framework": Framework.__args__,  # type: ignore[attr-defined]
     "loss": Loss.__args__,  # type: ignore[attr-defined]
     "nf4_backend": Nf4Backend.__args__,  # type: ignore[attr-defined]
+    "fp8_recipe": Fp8Recipe.__args__,  # type: ignore[attr-defined]
 }

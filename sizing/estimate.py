@@ -5,7 +5,9 @@ from __future__ import annotations
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.fp8 import resolve_recipe
 from gpuscout.sizing.memory import memory_estimate, vram_label
+from gpuscout.sizing.parallel import check, is_model_parallel, parallel_memory, parallel_time
 from gpuscout.sizing.precision import decide
 from gpuscout.sizing.throughput import flops_per_token, time_estimate
 from gpuscout.sizing.types import Estimate, JobSpec
@@ -23,9 +25,16 @@ def estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec | None = None,
     if decision.refusal:
         gpu_id = gpu.canonical_id if gpu else "?"
         raise UserInputError(f"cannot run on {gpu_id}: {decision.refusal}")
-    memory = memory_estimate(arch, job, dtype=decision.dtype,
-                             vram_gb=gpu.vram_gb if gpu else None)
-    time = time_estimate(arch, job, gpu, decision.dtype, tokens) if gpu else None
+    if job.dtype == "fp8":
+        job = job.model_copy(update={"fp8_recipe": resolve_recipe(job.fp8_recipe, gpu)})
+    vram = gpu.vram_gb if gpu else None
+    if is_model_parallel(job):
+        check(arch, job)
+        memory = parallel_memory(arch, job, decision.dtype, vram)
+        time = parallel_time(arch, job, gpu, decision.dtype, tokens) if gpu else None
+    else:
+        memory = memory_estimate(arch, job, dtype=decision.dtype, vram_gb=vram)
+        time = time_estimate(arch, job, gpu, decision.dtype, tokens) if gpu else None
     notes = list(decision.notes)
     if arch.notes:
         notes.append(f"{arch.model_id}: {arch.notes}")

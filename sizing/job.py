@@ -19,6 +19,7 @@ from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.choices import (
     CHOICES,
     Dtype,
+    Fp8Recipe,
     Framework,
     LoraTargets,
     Loss,
@@ -47,6 +48,14 @@ PADDED_SDPA_NOTE = (
     "square, with no causal blocks skipped, while this time counts causal FlashAttention. "
     "Pack the data (--packed) or load the model with attn_implementation='flash_attention_2' "
     "to get it")
+
+
+# torchtune's padded_collate_sft pads a batch to its longest sample; tokenizer.max_seq_len only
+# truncates (pytorch/torchtune torchtune/data/_collate.py at bd2a0fc, line 190).
+TORCHTUNE_PADDING_NOTE = (
+    "torchtune pads each batch to its longest sample (padded_collate_sft) and "
+    "tokenizer.max_seq_len only truncates: unless dataset.packed is true, give --seq-len as "
+    "the longest sample of your data, not max_seq_len")
 
 
 class Job(BaseModel):
@@ -80,17 +89,25 @@ class Job(BaseModel):
     lora_dropout: float | None = Field(
         default=None,
         description="LoRA dropout probability (default: the framework's, else PEFT's 0.0)")
-    dtype: Dtype = Field(default="bf16", description="fp32|fp16|bf16 compute precision")
+    dtype: Dtype = Field(
+        default="bf16",
+        description="fp32|fp16|bf16|fp8 compute precision (fp8: bf16 weights and activations, "
+                    "the linear layers' GEMMs in FP8 on GPUs with FP8 tensor cores)")
+    fp8_recipe: Fp8Recipe | None = Field(
+        default=None,
+        description="te|delayed|tensorwise|mxfp8|torchao: how --dtype fp8 scales and keeps its "
+                    "FP8 operands (default te: Transformer Engine's default for the GPU)")
     quant: Quant | None = Field(
         default=None,
         description="none|int8|nf4|gptq base weights (qlora implies nf4; gptq: a GPTQ or "
                     "AWQ int4 checkpoint; default: the checkpoint's own quantization, else "
                     "none)")
-    double_quant: bool = Field(default=True, description="NF4 double quantization of the scales")
+    double_quant: bool | None = Field(
+        default=None, description="NF4 double quantization of the scales (default on)")
     framework: Framework = Field(
         default="hf",
-        description="hf|trl|axolotl|unsloth|torchtune|litgpt|llama-factory|ms-swift: fills "
-                    "the options below you do not give with that framework's defaults")
+        description="hf|trl|axolotl|unsloth|torchtune|litgpt|llama-factory|ms-swift|megatron: "
+                    "fills the options below you do not give with that framework's defaults")
     optimizer: Optimizer | None = Field(
         default=None,
         description="adamw|adamw-foreach|adamw-8bit|paged-adamw-8bit|sgd|adafactor (default "
@@ -127,8 +144,9 @@ class Job(BaseModel):
         description="fused linear cross-entropy (Liger-style); same as --loss fused")
     loss: Loss | None = Field(
         default=None,
-        description="eager|chunked|fused|cce: full fp32 logits, torchtune/litgpt chunks, "
-                    "Liger/Unsloth fused, or Cut Cross-Entropy (default eager)")
+        description="eager|chunked|fused|cce|unsloth: full fp32 logits, torchtune/litgpt "
+                    "chunks, Liger/TRL fused, Cut Cross-Entropy, or Unsloth's fused loss over "
+                    "chunks of up to 4 GiB of fp32 logits (default eager)")
     compile: bool | None = Field(
         default=None, description="torch.compile the model (default off)")
     fused_kernels: bool | None = Field(
@@ -139,11 +157,32 @@ class Job(BaseModel):
         default=None,
         description="step each parameter during backward and free its gradient (torchtune "
                     "optimizer_in_bwd; needs --grad-accum 1)")
-    fp32_loss: bool = Field(
-        default=True,
-        description="the eager loss over fp32 logits (autocast, or transformers' own cast); "
-                    "--no-fp32-loss: cross-entropy on the 16-bit logits (remote code under "
-                    "DeepSpeed, a pure-16-bit loop)")
+    fp32_loss: bool | None = Field(
+        default=None,
+        description="the eager or chunked loss over fp32 logits (autocast, or the code's own "
+                    "cast; default on); --no-fp32-loss: cross-entropy on the 16-bit logits "
+                    "(remote code under DeepSpeed, a pure-16-bit loop, litgpt under bf16-true)")
+    adapter_fp32: bool | None = Field(
+        default=None,
+        description="PEFT adapters, their gradients and optimizer states in fp32 (PEFT's "
+                    "default); --no-adapter-fp32: in the model's dtype (torchtune, litgpt "
+                    "with --quantize)")
+    base_fp32: bool | None = Field(
+        default=None,
+        description="a LoRA job's frozen base kept in fp32 under autocast (litgpt's default "
+                    "bf16-mixed precision; default off)")
+    quantize_head: bool | None = Field(
+        default=None,
+        description="the LM head quantized with a quantized base (litgpt --quantize; default "
+                    "off)")
+    embedding_grad: bool | None = Field(
+        default=None,
+        description="the frozen input embedding still gets a dense gradient (litgpt "
+                    "--quantize; default off)")
+    logits_kept: bool | None = Field(
+        default=None,
+        description="the training loop holds the 16-bit logits through backward (litgpt; "
+                    "default off)")
     grad_clipping: bool | None = Field(
         default=None,
         description="clip the gradient norm before each optimizer step (HF Trainer "
@@ -153,10 +192,10 @@ class Job(BaseModel):
     train_embeddings: bool | None = Field(
         default=None,
         description="PEFT: also train the embeddings and LM head (modules_to_save)")
-    packed: bool = Field(
-        default=False,
+    packed: bool | None = Field(
+        default=None,
         description="sequences packed to --seq-len, or batches of varying length (the "
-                    "allocator then keeps stale loss segments)")
+                    "allocator then keeps stale loss segments; default varying)")
     offload: Offload = Field(default="none", description="none|optimizer|params")
     gpus: int = Field(
         default=1,
@@ -164,6 +203,25 @@ class Job(BaseModel):
     sharding: Sharding = Field(
         default="none",
         description="none|ddp|zero1|zero2|zero3|fsdp (estimate; recommend picks per offer)")
+    tensor_parallel: int = Field(
+        default=1,
+        description="tensor-parallel degree (Megatron): each linear split over this many GPUs, "
+                    "best within one NVLink domain")
+    pipeline_parallel: int = Field(
+        default=1,
+        description="pipeline stages (1F1B; --grad-accum is the micro-batches per step)")
+    virtual_stages: int = Field(
+        default=1, description="interleaved virtual stages per pipeline rank")
+    context_parallel: int = Field(
+        default=1, description="context-parallel degree: the sequence split over GPUs")
+    sequence_parallel: bool | None = Field(
+        default=None,
+        description="Megatron sequence parallelism over the tensor-parallel group (default "
+                    "off)")
+    distributed_optimizer: bool | None = Field(
+        default=None,
+        description="shard fp32 master weights and optimizer states over the data-parallel "
+                    "replicas (Megatron's distributed optimizer, ZeRO-1; default off)")
 
     @field_validator(*CHOICES, mode="before")
     @classmethod
@@ -183,7 +241,7 @@ class Job(BaseModel):
         from gpuscout.sizing.types import JobSpec
 
         arch, warnings, model_quant = self._source()
-        fields = self.model_dump(exclude={"model", "config", "params", "packed", "framework",
+        fields = self.model_dump(exclude={"model", "config", "params", "framework",
                                           "chunked_loss", "online"})
         if self.quant is None:
             if model_quant is not None and self.method == "full":
@@ -194,10 +252,19 @@ class Job(BaseModel):
         if fields["loss"] is None and self.chunked_loss is not None:
             fields["loss"] = "fused" if self.chunked_loss else "eager"
         fields, notes = fill(self.framework, fields)
-        spec = JobSpec(**fields, variable_lengths=not self.packed)
+        if fields.pop("distributed_optimizer"):
+            if fields["sharding"] in ("zero2", "zero3", "fsdp"):
+                raise UserInputError(f"--distributed-optimizer is ZeRO-1; --sharding "
+                                     f"{fields['sharding']} shards more already")
+            mp = self.tensor_parallel * self.pipeline_parallel * self.context_parallel
+            if self.gpus > mp:
+                fields["sharding"] = "zero1"
+        spec = JobSpec(**fields, variable_lengths=not fields.pop("packed"))
         if (self.framework in SDPA_PADDING_FRAMEWORKS and spec.variable_lengths
                 and spec.batch_size > 1 and spec.flash_attention and arch.arch == "decoder"):
             notes.append(PADDED_SDPA_NOTE)
+        if self.framework == "torchtune" and spec.variable_lengths and arch.arch == "decoder":
+            notes.append(TORCHTUNE_PADDING_NOTE)
         return arch, spec, [*warnings, *notes]
 
     def architecture(self) -> tuple[Architecture, list[str]]:
@@ -234,7 +301,9 @@ class Job(BaseModel):
         """As a recommendation sizes it: the parallelism is chosen per offer, so the job
         starts on one GPU, and --offload applies to whichever ZeRO stage the offer gets."""
         arch, spec, warnings = self.model_copy(
-            update={"gpus": 1, "sharding": "none", "offload": "none"}).resolve()
+            update={"gpus": 1, "sharding": "none", "offload": "none", "tensor_parallel": 1,
+                    "pipeline_parallel": 1, "virtual_stages": 1, "context_parallel": 1,
+                    "sequence_parallel": None, "distributed_optimizer": None}).resolve()
         if self.offload != "none":
             spec = spec.model_copy(update={"offload": self.offload})
         return arch, spec, warnings

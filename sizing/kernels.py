@@ -187,7 +187,7 @@ def _lora(job: JobSpec, m: Linear, ab: int, through: float, t: _Tally) -> None:
     t.other += m.count * (3 if _fused(job) else 4)
     lora_in = ab  # the element size the adapter's input arrives in
     if not _fused(job):
-        if ab < FP32:
+        if ab < FP32 and job.adapter_fp32:
             # PEFT's adapters are fp32 (autocast_adapter_dtype), and LoRA's forward casts each
             # module's 16-bit input to them (`_cast_input_dtype`: x.to(fp32)); under autocast
             # lora_A casts it back to 16 bits for its matmul
@@ -250,12 +250,12 @@ def _loss_bytes(arch: Architecture, job: JobSpec, ab: int) -> float:
         return 0.0  # a task head over a few labels
     if job.loss == "cce":
         return 0.0  # logits live in on-chip memory only (Wijmans et al. 2024)
-    if job.loss == "fused":
+    if job.loss in ("fused", "unsloth"):
         return 2 * 2 * ab * v  # one fused kernel reads the logits chunk and writes its grad
     # logits.float(), log_softmax; backward: the NLL gradient written whole, log_softmax's
     # backward, the cast back (transformers ForCausalLMLoss; torchtune and litgpt run the same
     # ops per chunk). A 16-bit loss (`fp32_loss` off) runs the same ops without the casts.
-    le = FP32 if job.fp32_loss or job.loss != "eager" else ab
+    le = FP32 if job.fp32_loss or job.loss not in ("eager", "chunked") else ab
     casts = 2 * (ab + le) if le != ab else 0
     # final-logit soft-capping (Gemma-2): divide, tanh, multiply, each reading and writing the
     # 16-bit logits (6 × ab), and their backward (2 + 3 + 2 reads and writes)

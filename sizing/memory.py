@@ -9,503 +9,70 @@ model state, every saved activation and the vocabulary-sized loss buffers are li
                 + loss-buffer segments left by an earlier, shorter batch (variable lengths)
     peak      = reserved + CUDA context
 
-Sources for every constant are in the comments; FORMULAS.md (shared/sizing) has the long form.
+Each term's rule lives with its sources in a module of its own, and its tests beside it
+(tests/sizing/test_memory_<module>.py):
+
+    memory_weights      weights, master copies, gradients, optimizer states, quantized bases
+    memory_activations  saved activations, recomputation, activation offloading
+    memory_loss         the loss path's vocabulary-sized buffers and their stale segments
+    memory_buffers      data-parallel and sharding buffers, the optimizer step's buffer, the
+                        allocator's fragmentation and the CUDA context
+    memory_units        bytes per dtype, GB and GiB
+
+This module adds them up at the peak. Sources for every constant are in the comments;
+FORMULAS.md (shared/sizing) has the long form.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from gpuscout.sizing.architectures import Architecture, Linear
-from gpuscout.sizing.choices import ADAMW
-from gpuscout.sizing.kernels import dequant_cost
-from gpuscout.sizing.peft import copied_module_params, is_lora_target, trainable_params
+from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.fp8 import amax_history_bytes, weight_copy_bytes
+from gpuscout.sizing.fp8 import notes as fp8_notes
+from gpuscout.sizing.memory_activations import (
+    OFFLOAD_RESIDENT_LAYERS,
+    activation_bytes,
+    offloaded_activation_bytes,
+)
+from gpuscout.sizing.memory_buffers import (
+    CUDA_CONTEXT_GB,
+    FRAGMENTATION,
+    foreach_step_bytes,
+    sharding_buffer_bytes,
+)
+from gpuscout.sizing.memory_loss import (
+    CHUNKED_LOSS_CHUNKS,
+    LOSS_FP32_BUFFERS,
+    logits_bytes,
+    stale_loss_bytes,
+)
+from gpuscout.sizing.memory_units import DTYPE_BYTES, FP32, GB, GIB, vram_label
+from gpuscout.sizing.memory_weights import (
+    GPTQ_BYTES,
+    NF4_BYTES,
+    NF4_DQ_BYTES,
+    base_cast_bytes,
+    dequant_buffer_bytes,
+    frozen_weight_bytes,
+    largest_trainable_param,
+    per_param_bytes,
+    trainable_bytes,
+    uses_kbit_upcast,
+)
+from gpuscout.sizing.peft import copied_module_params, trainable_params
 from gpuscout.sizing.types import Dtype, JobSpec, MemoryEstimate
 
-GB = 1e9
-# GPU memory is sold in binary units: an "80GB" A100 holds 80 GiB (nvidia-smi lists 81920 MiB),
-# and the ms-swift benchmark rows report up to 78.76 GiB = 84.6e9 bytes reserved on one.
-GIB = 2**30
-
-
-def vram_label(vram_gb: float) -> str:
-    """A card's memory as sold and in the decimal GB every estimate is printed in."""
-    return f"{vram_gb:g} GiB = {vram_gb * GIB / GB:.1f} GB"
-
-
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
-FP32 = 4
-
-# NF4 (QLoRA, Dettmers et al. 2023, §3): 4-bit codes + one fp32 absmax per 64-weight block
-# = 4.5 bits. Double quantization stores the absmax in 8 bits with one fp32 constant per 256
-# blocks: 4 + 8/64 + 32/(64·256) ≈ 4.127 bits (the paper's "0.373 bits saved per parameter").
-NF4_BYTES = 0.5 + FP32 / 64
-NF4_DQ_BYTES = 0.5 + 1 / 64 + FP32 / (64 * 256)
-# LLM.int8() (Dettmers et al. 2022): int8 weights plus one fp32 scale per output row.
-INT8_BYTES = 1.0
-# GPTQ (Frantar et al. 2022) and AWQ (Lin et al. 2023) checkpoints as transformers loads them:
-# 4-bit codes packed in int32 plus, per group of 128 inputs and per output, an fp16 scale and a
-# 4-bit zero point (quantize_config group_size 128, the default of both AutoGPTQ and AutoAWQ).
-GPTQ_GROUP = 128
-GPTQ_BYTES = 0.5 + (2 + 0.5) / GPTQ_GROUP
-# auto-gptq's eager unpacking shifts the packed int32 words into one int32 per weight
-GPTQ_UNPACK_BYTES = 4
-
-# bitsandbytes 8-bit optimizers: two 8-bit states plus one fp32 absmax per 2048-value block
-# (Dettmers et al. 2021, "8-bit Optimizers via Block-wise Quantization").
-ADAM8BIT_STATE_BYTES = 2 * (1 + FP32 / 2048)
-
-# The PyTorch caching allocator holds freed blocks it cannot reuse for differently sized
-# requests: on LLM fine-tuning, GMLake (Guo et al., ASPLOS 2024, arXiv:2401.08156) measured
-# fragmentation (reserved − allocated) / reserved of 15 % on average (up to 33 %). We use the
-# average on what is allocated once training runs (activations, loss buffers, casts,
-# gradients, optimizer states, sharding buffers), which interleaves with blocks freed by the
-# previous step: reserved = allocated + training-time tensors · 0.15 / (1 − 0.15). Weights are
-# loaded into an empty pool before the first step, each large tensor into a segment of its own
-# size, and leave no gaps: the ms-swift benchmark's reserved − allocated at 2048 tokens is about
-# the same 10–12 GB for Qwen-7B and Qwen-14B, in bf16, GPTQ or NF4: it does not follow weights.
-FRAGMENTATION = 0.15
-
-# CUDA context + cuBLAS/cuDNN handles outside the allocator: 0.3–2 GiB depending on driver,
-# GPU and lazy module loading; HF's "model memory anatomy" measures 1,343 MB on a V100.
-CUDA_CONTEXT_GB = 1.0
-
-# Causal-LM loss, as the code runs it (transformers LlamaForCausalLM / ForCausalLMLoss,
-# Qwen-1 modeling_qwen.py, BLOOM): the 16-bit logits are cast to fp32 (explicit .float(), or
-# torch.autocast, which runs cross_entropy in fp32) and log_softmax keeps its fp32 output for
-# the backward pass. The peak is at the start of the backward pass, in log_softmax's backward:
-# its saved fp32 output, the fp32 gradient nll_loss scatters into a dense tokens × vocabulary
-# tensor, and the fp32 gradient it returns — three fp32 buffers of tokens × vocabulary (the
-# forward holds at most the same: 16-bit logits + 16-bit shifted copy + fp32 cast + fp32
-# log-probabilities). Qwen's own fixed-length profile (QwenLM/Qwen README, "Profiling of Memory
-# and Speed": LoRA on one A100, 256 → 8192 tokens) grows 1.9–2.1 MB per token for Qwen-1.8B and
-# Qwen-7B, i.e. 12 bytes × 151,936 vocabulary (1.82 MB) plus the checkpointed hidden states.
-LOSS_FP32_BUFFERS = 3
-# Segments one step's loss path leaves in the caching allocator: the 16-bit logits, their
-# 16-bit shifted copy (or 16-bit gradient) and the three fp32 buffers above, in bytes per
-# token × vocabulary entry. Tensors above 1 MB get segments of their own size (rounded to
-# 2 MB), and a freed segment only serves requests no larger than itself (PyTorch CUDA
-# semantics docs, "Memory management"; c10 CUDACachingAllocator). When a longer batch follows
-# shorter ones, its loss buffers need new segments while those of the earlier longest batch
-# stay reserved, empty, until an allocation fails or torch.cuda.empty_cache() runs: one more
-# set of loss segments. At 8192 tokens the ms-swift benchmark (variable lengths, cache never
-# emptied) reserves 17–20 GB above the allocated peak for Qwen-1.8B/7B/14B LoRA, while Qwen's
-# fixed-length profile of the same models at 8192 tokens is within 6 % of it; ms-swift runs
-# with thousands of steps hold up to ~3 sets (more record-long batches); we count the one set
-# a single longer batch leaves.
-LOSS_SEGMENT_BYTES = 2 + 2 + FP32 * LOSS_FP32_BUFFERS
-
-# Chunked / fused linear cross-entropy (Liger-Kernel, Hsu et al. 2024, arXiv:2410.10989) picks a
-# chunk so that chunk × vocabulary ≈ tokens × hidden, and keeps an fp32 gradient of the hidden
-# states: about tokens × hidden × (the fp32 loss buffers above + 1 fp32 gradient).
-CHUNKED_LOSS_BYTES_PER_HIDDEN = FP32 * (LOSS_FP32_BUFFERS + 1)
-# Chunked, not fused (torchtune LinearCrossEntropyLoss, num_output_chunks=8; litgpt
-# chunked_cross_entropy): each chunk runs F.cross_entropy(logits.float()), and autograd keeps
-# every chunk's fp32 log-softmax output until backward, which then handles one chunk at a time
-# (its two fp32 gradient buffers). So one fp32 tokens × vocabulary buffer instead of three,
-# plus two fp32 buffers of one chunk.
-CHUNKED_LOSS_CHUNKS = 8
-# Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009, the axolotl plugin): logits are
-# computed block by block in on-chip memory and never written out; the forward keeps one fp32
-# log-sum-exp per token and the backward writes the fp32 gradient of the hidden states.
-CCE_BYTES_PER_HIDDEN = FP32
-# Activation offloading (torchtune OffloadActivations, TRL activation_offloading, Unsloth's
-# offloaded checkpointing): saved tensors are copied to pinned CPU memory on a side stream as
-# the forward produces them and copied back just before the backward needs them; the layer in
-# use and the one in transfer stay on the GPU.
-OFFLOAD_RESIDENT_LAYERS = 2
-
-# DeepSpeed ZeRO default bucket sizes (reduce_bucket_size, allgather_bucket_size): 5e8 elements
-# (DeepSpeed config docs; EleutherAI cookbook calc_transformer_mem.py uses the same). With
-# contiguous_gradients (default true) the gradient bucket is allocated whole, in the model's
-# dtype, whatever the number of trainable parameters: stage 3 at optimizer init
-# (`__ipg_bucket_flat_buffer = torch.empty(reduce_bucket_size, dtype=self.dtype)`,
-# deepspeed/runtime/zero/stage3.py), stages 1–2 at each backward (`ipg_buffer`,
-# stage_1_and_2.py). accelerate's DeepSpeed plugin leaves it at the default.
-ZERO_BUCKET_ELEMENTS = 5e8
-
-# FSDP gathers one wrapped block for compute and prefetches the next (BackwardPrefetch
-# .BACKWARD_PRE): two blocks unsharded at once. DeepSpeed ZeRO-3 keeps gathered parameters
-# resident up to stage3_max_live_parameters (default 1e9) and does not release those reused
-# within stage3_max_reuse_distance (default 1e9) (DeepSpeed config docs).
-GATHERED_BLOCKS = 2
-ZERO3_MAX_LIVE_PARAMETERS = 1e9
-
-# Models whose attention probabilities go through dropout during training (config defaults:
-# T5 dropout_rate, BERT attention_probs_dropout_prob, GPT-2 attn_pdrop = 0.1). Llama-style
-# models train with attention_dropout 0.
-_ATTN_DROPOUT_TYPES = frozenset({"t5", "bert", "roberta", "gpt2"})
-
-
-@dataclass(frozen=True)
-class _PerParam:
-    """Bytes of each kind of trainable state: per parameter (`per_param_bytes`) or in all
-    (`trainable_bytes`)."""
-
-    weight: float
-    master: float  # fp32 master copy held by the optimizer (ZeRO-style mixed precision)
-    autocast: float  # 16-bit copy torch.autocast caches during forward/backward
-    grad: float
-    optimizer: float
-
-
-def _optimizer_state_bytes(job: JobSpec, state_bytes: int, factored_ratio: float) -> float:
-    """Optimizer state per parameter; `state_bytes` is the dtype the states are kept in."""
-    if job.optimizer in ADAMW:
-        return 2 * state_bytes  # momentum and variance (Loshchilov & Hutter 2019)
-    if job.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
-        return ADAM8BIT_STATE_BYTES
-    if job.optimizer == "sgd":
-        return state_bytes  # momentum buffer
-    # Adafactor (Shazeer & Stern 2018) without momentum (HF default beta1=None): row and column
-    # second-moment factors for matrices, a full vector for 1-D params.
-    return state_bytes * factored_ratio
-
-
-def _adafactor_ratio(arch: Architecture, job: JobSpec) -> float:
-    if job.is_peft:
-        return 1.0  # adapters are tiny; count a full second moment
-    factored = sum(m.count * (m.d_in + m.d_out) for b in arch.blocks() for m in b)
-    factored += 2 * (arch.vocab_size + arch.hidden_size)  # embedding (+ head) factors
-    vectors = arch.total_params - arch.linear_weight_params - arch.embedding_params \
-        - arch.lm_head_params
-    return (factored + vectors) / arch.total_params
-
-
-def per_param_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> _PerParam:
-    """Bytes per trainable parameter, before sharding.
-
-    - fp32: 4 weight + 4 grad + optimizer in fp32 (Transformer Math 101).
-    - pure 16-bit (`--pure`): 2 + 2 + states in 16-bit, 8 B/P with AdamW (PEFT MetaMathQA
-      benchmark, LLaMA-Factory "pure_bf16").
-    - mixed precision, unsharded (torch.autocast/AMP): fp32 weights 4 + 16-bit autocast copy 2 +
-      fp32 grads 4 + fp32 states (HF "model memory anatomy": 18 B/P with AdamW).
-    - mixed precision under ZeRO/FSDP: 16-bit weights 2 + 16-bit grads 2 + fp32 master 4 +
-      fp32 states (ZeRO paper §3.1: 2 + 2 + 12 = 16 B/P with AdamW).
-    - PEFT adapters are fp32 (PEFT autocast_adapter_dtype=True): 4 + 4 + fp32 states.
-    """
-    b = DTYPE_BYTES[dtype]
-    ratio = _adafactor_ratio(arch, job) if job.optimizer == "adafactor" else 1.0
-    if job.is_peft or dtype == "fp32":
-        return _PerParam(FP32, 0, 0, FP32, _optimizer_state_bytes(job, FP32, ratio))
-    if not job.mixed_precision:
-        return _PerParam(b, 0, 0, b, _optimizer_state_bytes(job, b, ratio))
-    if job.sharding in ("zero1", "zero2", "zero3", "fsdp"):
-        return _PerParam(b, FP32, 0, b, _optimizer_state_bytes(job, FP32, ratio))
-    return _PerParam(FP32, 0, b, FP32, _optimizer_state_bytes(job, FP32, ratio))
-
-
-def trainable_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> _PerParam:
-    """Bytes of all trainable parameters' state, by kind, before sharding.
-
-    A PEFT job's adapters follow `per_param_bytes` (fp32). Its trained embeddings and LM head
-    (`train_embeddings`, PEFT modules_to_save) do not: ModulesToSaveWrapper deep-copies the
-    module in the base model's dtype, and PEFT's `_cast_adapter_dtype` upcasts only the
-    parameters of tuner layers (BaseTunerLayer), which the wrapper is not. So the copies train
-    like a pure 16-bit model: 16-bit weights and gradients, and AdamW states made like the
-    parameter (`torch.zeros_like`), in 16 bits too. Qwen's own profile (QwenLM/Qwen README,
-    LoRA with and without trainable embeddings, 1.8B/7B/14B) grows by about 8 bytes per
-    copied parameter, not the 16 an fp32 copy would take.
-    """
-    pp = per_param_bytes(arch, job, dtype)
-    pt = trainable_params(arch, job)
-    saved = copied_module_params(arch, job)
-    b = DTYPE_BYTES[dtype]
-    own = _PerParam(b, 0, 0, b, _optimizer_state_bytes(job, b, 1.0))
-    rest = pt - saved
-    return _PerParam(*(rest * getattr(pp, f) + saved * getattr(own, f)
-                       for f in ("weight", "master", "autocast", "grad", "optimizer")))
-
-
-def uses_kbit_upcast(job: JobSpec) -> bool:
-    """PEFT's prepare_model_for_kbit_training runs (and casts non-quantized params to fp32).
-
-    TRL skips it for sharded QLoRA (ZeRO-3/FSDP), whose 4-bit params live in a bf16 storage
-    type (PEFT docs accelerate/fsdp.md); GPTQ bases are skipped by PEFT itself.
-    """
-    return (job.quant in ("nf4", "int8") and job.upcast_non_quantized
-            and job.sharding not in ("zero3", "fsdp"))
-
-
-def nf4_bytes(job: JobSpec) -> float:
-    """Bytes per NF4 weight. bitsandbytes quantizes the absmax scales only with double
-    quantization; torchao's NF4Tensor (torchtune's QLoRA) always does (to_nf4 block_size 64,
-    scaler_block_size 256 with int8 scalers: the same 4.127 bits), whatever --double-quant."""
-    if job.nf4_backend == "torchao" or job.double_quant:
-        return NF4_DQ_BYTES
-    return NF4_BYTES
-
-
-def _largest_trainable_param(arch: Architecture, job: JobSpec) -> float:
-    """Elements of the largest single trainable tensor (a gradient freed on its own)."""
-    if job.is_peft:
-        biggest = max(max(m.d_in, m.d_out) * job.lora_rank for blk in arch.blocks() for m in blk)
-        if job.train_embeddings:
-            biggest = max(biggest, arch.vocab_size * arch.hidden_size)
-        return float(min(biggest, trainable_params(arch, job)))
-    linear = max(m.d_in * m.d_out for blk in arch.blocks() for m in blk)
-    return float(max(linear, arch.vocab_size * arch.hidden_size))
-
-
-def frozen_weight_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
-    """The frozen base model of a PEFT job, by storage type."""
-    b = DTYPE_BYTES[dtype]
-    if job.quant == "none":
-        return arch.total_params * b
-    rest = FP32 if uses_kbit_upcast(job) else b
-    linear = arch.linear_weight_params
-    if job.quant == "nf4":
-        return linear * nf4_bytes(job) + arch.non_linear_params * rest
-    if job.quant == "gptq":
-        return linear * GPTQ_BYTES + arch.non_linear_params * rest
-    scales = sum(m.count * m.d_out for blk in arch.blocks() for m in blk) * FP32
-    return linear * INT8_BYTES + scales + arch.non_linear_params * rest
-
-
-def _activation_split(arch: Architecture, job: JobSpec, dtype: Dtype) -> _ActivationSplit:
-    """Saved activations of one micro-batch by layer (see `_ActivationSplit`)."""
-    ab = FP32 if dtype == "fp32" or uses_kbit_upcast(job) else DTYPE_BYTES[dtype]
-    b = job.batch_size
-    s_enc = job.positions
-    s_kv_extra = job.num_virtual_tokens if job.method == "prefix" else 0
-    enc_dec = arch.arch == "encoder-decoder"
-    s_dec = (job.decoder_seq_len or job.seq_len) if enc_dec else s_enc
-    lora = job.method in ("lora", "qlora", "dora")
-    n_enc = arch.num_layers
-    blocks = arch.blocks()
-
-    per_block: list[float] = []
-    kinds = arch.block_kinds()
-    seen: dict[tuple[int, int], float] = {}  # blocks repeat: count each kind once
-    for i, block in enumerate(blocks):
-        decoder = enc_dec and i >= n_enc
-        s_self = (s_dec if decoder else s_enc) + s_kv_extra
-        tokens = b * (s_dec if decoder else s_enc)
-        shape = (kinds[i], s_self)
-        if shape not in seen:
-            seen[shape] = _block_bytes_per_token(arch, job, block, ab, s_self, s_enc, lora)
-        per_tok = seen[shape]
-        cross_kv = b * s_enc * 2 * arch.kv_dim * ab if decoder else 0.0
-        per_block.append(tokens * per_tok + cross_kv)
-
-    tokens_out = b * s_dec
-    head_input = ab * arch.hidden_size if job.train_embeddings else 0  # a trainable head's input
-    final = tokens_out * (arch.hidden_size * (FP32 + (2 * ab if job.method == "full" else 0))
-                          + head_input)
-    if not job.grad_checkpointing:
-        return _ActivationSplit(kept=per_block, working=max(per_block), final=final)
-    # Full recompute keeps each block's input and re-runs one block at a time during backward
-    # (Korthikanti et al. 2022, §4: 2·s·b·h per layer plus one layer's activations).
-    ckpt = [float(b) * (s_dec if enc_dec and i >= n_enc else s_enc) * arch.hidden_size * ab
-            for i in range(len(blocks))]
-    return _ActivationSplit(kept=ckpt, working=max(per_block), final=final)
-
-
-@dataclass(frozen=True)
-class _ActivationSplit:
-    """What a micro-batch's forward leaves saved: `kept` per layer until its backward (the
-    checkpointed block inputs, or every saved tensor without checkpointing), `working` the
-    one block being recomputed/back-propagated, `final` the last norm and head input."""
-
-    kept: list[float]
-    working: float
-    final: float
-
-
-def _offloads(job: JobSpec) -> bool:
-    return job.activation_offloading or (job.checkpoint_offload and job.grad_checkpointing)
-
-
-def activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
-    """Saved activations on the GPU for one micro-batch (bytes), including the final norm.
-
-    With checkpointing, one input per block plus one block's activations; without, every
-    block's saved tensors. Offloading (`activation_offloading`, or `checkpoint_offload` with
-    checkpointing: Unsloth's offloaded gradient checkpointing) moves the per-layer tensors to
-    CPU RAM and keeps only OFFLOAD_RESIDENT_LAYERS layers of them on the GPU.
-    """
-    split = _activation_split(arch, job, dtype)
-    if not _offloads(job):
-        if job.grad_checkpointing:
-            return sum(split.kept) + split.working + split.final
-        return sum(split.kept) + split.final
-    resident = sum(sorted(split.kept)[-OFFLOAD_RESIDENT_LAYERS:])
-    if job.grad_checkpointing:
-        return resident + split.working + split.final
-    return max(resident, split.working) + split.final
-
-
-def offloaded_activation_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> float:
-    """Bytes of saved activations that wait in CPU RAM per micro-batch (0 without offload)."""
-    if not _offloads(job):
-        return 0.0
-    split = _activation_split(arch, job, dtype)
-    return sum(split.kept) - sum(sorted(split.kept)[-OFFLOAD_RESIDENT_LAYERS:])
-
-
-# Complex on purpose: every term of the per-token activation sum is one branch.
-def _block_bytes_per_token(arch: Architecture, job: JobSpec, block: list[Linear], ab: int,  # noqa: C901
-                           s_kv: int, s_enc: int, lora: bool) -> float:
-    """Bytes one token leaves saved in one block when nothing is recomputed.
-
-    Counted tensor by tensor as autograd saves them (PyTorch saves a matmul's input only when
-    the weight needs a gradient, so frozen linears save nothing): HF norms upcast to fp32 and
-    keep that input; FlashAttention/SDPA keep q, k, v and the output (Dao et al. 2022);
-    eager attention also keeps the fp32 softmax and its 16-bit copy per key (Korthikanti et al.
-    2022 count 5·a·s bytes with dropout); the gated MLP keeps gate, act(gate) and up.
-    """
-    h = arch.hidden_size
-    full = job.method == "full"
-
-    def adapted(m: Linear) -> bool:
-        return lora and is_lora_target(m, job.lora_targets)
-
-    def needs_input(m: Linear) -> bool:
-        return full or adapted(m) or (job.method == "ia3" and m.name == "down")
-
-    n_norms = arch.norms_per_layer + (1 if any(m.group == "cross_attn" for m in block) else 0)
-    total = n_norms * (FP32 * h + (ab * h if full else 0))
-    if job.method == "adapter":
-        m_dim = max(1, h // job.adapter_reduction)
-        total += ab * (h + 2 * m_dim)  # bottleneck input, hidden, activation
-
-    for group in ("attn", "cross_attn"):
-        mods = [m for m in block if m.group == group]
-        if not mods:
-            continue
-        keys = s_enc if group == "cross_attn" else s_kv
-        if any(needs_input(m) for m in mods if m.name in ("q", "k", "v", "qkv")):
-            total += ab * h  # the normed input shared by q, k, v
-        if job.flash_attention:
-            total += ab * (2 * arch.q_dim + 2 * arch.kv_dim)  # q, k, v, output (+ tiny lse)
-        else:
-            total += ab * (arch.q_dim + 2 * arch.kv_dim)
-            softmax = FP32 + (ab if ab < FP32 else 0)
-            dropout = (1 + ab) if arch.model_type in _ATTN_DROPOUT_TYPES else 0
-            total += arch.num_heads * keys * (softmax + dropout)
-        if any(needs_input(m) for m in mods if m.name == "o"):
-            total += ab * arch.q_dim
-
-    mlp_kinds = [m for m in block if m.group in ("mlp", "expert", "shared_expert")]
-    for group, weight in (("mlp", 1.0), ("expert", float(arch.experts_per_token)),
-                          ("shared_expert", 1.0)):
-        mods = [m for m in mlp_kinds if m.group == group]
-        if not mods:
-            continue
-        f = next(m.d_in for m in mods if m.name == "down")
-        # act input (+ act output and up). Under torch.compile the min-cut partitioner of
-        # AOTAutograd recomputes cheap pointwise ops in the backward instead of saving them,
-        # so the gated MLP keeps gate and up but not act(gate).
-        saved = (3 if arch.gated_mlp else 1) * ab * f
-        if job.compile and arch.gated_mlp:
-            saved -= ab * f
-        if any(needs_input(m) for m in mods if m.name == "down"):
-            saved += ab * f
-        if any(needs_input(m) for m in mods if m.name != "down"):
-            saved += ab * h
-        if group == "expert":
-            saved += ab * h  # tokens gathered per expert
-        total += weight * saved
-    if arch.is_moe and any(m.group == "router" for m in block):
-        total += FP32 * arch.num_experts  # router probabilities in fp32
-
-    for m in block:
-        if adapted(m):
-            total += m.count * FP32 * job.lora_rank  # lora_A output, kept for lora_B's grad
-            if job.lora_dropout > 0:
-                # lora_A saves the dropped-out copy of its input, and dropout its mask
-                total += m.count * (ab + 1) * m.d_in
-            if job.method == "dora":
-                total += m.count * ab * m.d_out  # base output, kept for the magnitude grad
-    return total
-
-
-def logits_bytes(arch: Architecture, job: JobSpec) -> float:
-    """Vocabulary-sized loss buffers of one micro-batch (0 for encoder-only classifiers).
-
-    eager: three fp32 tokens × vocabulary buffers (LOSS_FP32_BUFFERS); chunked: one, plus two
-    of one chunk (CHUNKED_LOSS_CHUNKS); fused: tokens × hidden, no vocabulary-sized buffer
-    survives a chunk; cce: one fp32 hidden-state gradient and log-sum-exp per token.
-    """
-    if arch.arch == "encoder":
-        return 0.0
-    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.positions
-    tokens = job.batch_size * s
-    if job.loss == "fused":
-        return tokens * arch.hidden_size * CHUNKED_LOSS_BYTES_PER_HIDDEN
-    if job.loss == "cce":
-        return tokens * (arch.hidden_size * CCE_BYTES_PER_HIDDEN + FP32)
-    if job.loss == "chunked":
-        chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
-        return (tokens + 2 * chunk) * arch.vocab_size * FP32
-    return tokens * arch.vocab_size * (_loss_element_bytes(job) * LOSS_FP32_BUFFERS
-                                       + _softcap_bytes(arch, job))
-
-
-def _loss_element_bytes(job: JobSpec) -> int:
-    """Bytes per element of the eager loss's tokens × vocabulary buffers: fp32 when autocast
-    or the model's code casts the logits up (`fp32_loss`), else the 16-bit logits' own size
-    (Qwen-1's QWenLMHeadModel runs CrossEntropyLoss on lm_logits as they are, and DeepSpeed's
-    fp16/bf16 engine runs no autocast)."""
-    return FP32 if job.fp32_loss else DTYPE_BYTES[job.dtype]
-
-
-def _softcap_bytes(arch: Architecture, job: JobSpec) -> int:
-    """Per logit, what final-logit soft-capping keeps for the eager loss's backward: Gemma-2
-    (transformers Gemma2ForCausalLM) divides the logits by the cap, takes tanh and multiplies
-    back, and tanh keeps its 16-bit output for its gradient."""
-    return DTYPE_BYTES[job.dtype] if arch.final_logit_softcapping else 0
-
-
-def stale_loss_bytes(arch: Architecture, job: JobSpec) -> float:
-    """Loss-buffer segments an earlier, shorter longest batch leaves reserved (see
-    LOSS_SEGMENT_BYTES); 0 for fixed-length batches (packing, padding to a fixed length) or
-    when the cache is emptied between steps, and for encoder-only classifiers."""
-    if not job.variable_lengths or arch.arch == "encoder":
-        return 0.0
-    if job.loss != "eager":
-        return logits_bytes(arch, job)
-    s = (job.decoder_seq_len or job.seq_len) if arch.arch == "encoder-decoder" else job.positions
-    segment = (LOSS_SEGMENT_BYTES - (FP32 - _loss_element_bytes(job)) * LOSS_FP32_BUFFERS
-               + _softcap_bytes(arch, job))
-    return job.batch_size * s * arch.vocab_size * segment
-
-
-def dequant_buffer_bytes(arch: Architecture, job: JobSpec, b: int) -> float:
-    """The 16-bit weights a quantized base makes on the fly and holds at the peak.
-
-    bitsandbytes (NF4, LLM.int8) and torchao dequantize one matrix at a time and again in the
-    backward pass (kernels.dequant_cost `in_backward`): one matrix. auto-gptq's trainable
-    `QuantLinear` (qlinear_cuda_old.py at 179776b) unpacks in eager tensor ops and multiplies
-    with `torch.matmul(x.half(), weight)`, and autograd keeps that fp16 weight for the input's
-    gradient: every linear of the recomputed block holds its 16-bit weight until its backward
-    (every block, without recomputation), while the next matrix is being unpacked through an
-    int32 tensor of one element per weight (`bitwise_right_shift` of the broadcast words).
-    """
-    if job.quant == "none":
-        return 0.0
-    biggest = max(m.d_in * m.d_out for blk in arch.blocks() for m in blk)
-    if dequant_cost(job).in_backward:
-        return biggest * b
-    per_block = [sum(m.d_in * m.d_out * m.count for m in blk) for blk in arch.blocks()]
-    held = max(per_block) if job.grad_checkpointing else sum(per_block)
-    return held * b + biggest * GPTQ_UNPACK_BYTES
-
-
-def _fsdp_gathered_bytes(arch: Architecture, unit_b: float, root_b: float) -> float:
-    """Unsharded FSDP parameters at the peak: the running decoder-layer unit and the prefetched
-    next one (GATHERED_BLOCKS), plus the root unit. With the layers wrapped, the root holds what
-    lies outside them (embeddings, LM head, final norm), and FULL_SHARD does not free the root's
-    parameters after its forward, "with the intention that they are immediately used for
-    backward computation" (torch/distributed/fsdp/_runtime_utils.py `_post_forward_reshard`):
-    they stay unsharded from the first forward op to the end of backward."""
-    biggest = max(sum(m.params for m in block) for block in arch.blocks())
-    root = arch.embedding_params + arch.lm_head_params + arch.other_params
-    return GATHERED_BLOCKS * biggest * unit_b + root * root_b
-
-
-# Complex on purpose: one branch per memory term of the breakdown.
-def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None,  # noqa: C901
+# The terms live in modules by what they size, each with its sources; these names are read
+# from here by the time model, the node plans and the tests.
+__all__ = [
+    "CHUNKED_LOSS_CHUNKS", "CUDA_CONTEXT_GB", "DTYPE_BYTES", "FP32", "FRAGMENTATION", "GB", "GIB",
+    "GPTQ_BYTES", "LOSS_FP32_BUFFERS", "NF4_BYTES", "NF4_DQ_BYTES", "OFFLOAD_RESIDENT_LAYERS",
+    "activation_bytes", "frozen_weight_bytes", "logits_bytes", "memory_estimate",
+    "offloaded_activation_bytes", "per_param_bytes", "stale_loss_bytes", "trainable_bytes",
+    "uses_kbit_upcast", "vram_label",
+]
+
+
+def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None,
                     vram_gb: float | None = None) -> MemoryEstimate:
     """Peak memory per GPU. `dtype` is the effective precision (after the GPU's gates)."""
     dt: Dtype = dtype or job.dtype
@@ -569,46 +136,30 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         # a trained embedding (the largest then) has a 16-bit gradient (`trainable_bytes`)
         grad_b = b if copied_module_params(arch, job) else pp.grad
         terms["gradients"] = min(terms["gradients"],
-                                 _largest_trainable_param(arch, job) * grad_b / div_grad)
+                                 largest_trainable_param(arch, job) * grad_b / div_grad)
         notes.append("optimizer in backward: each gradient is applied and freed as soon as "
                      "it is computed")
 
-    buffers = 0.0
-    if job.sharding == "ddp" and n > 1:
-        # DDP's gradient buckets are a second copy of the gradients unless
-        # gradient_as_bucket_view=True (PyTorch DistributedDataParallel docs).
-        buffers += state.grad
-    if shards_params:
-        if job.is_peft and job.quant == "nf4":
-            unit_b = nf4_bytes(job)
-        elif job.is_peft and job.quant == "int8":
-            unit_b = INT8_BYTES
-        elif job.is_peft and job.quant == "gptq":
-            unit_b = GPTQ_BYTES
-        else:
-            unit_b = FP32 if dt == "fp32" else b
-        if job.sharding == "fsdp":
-            buffers += _fsdp_gathered_bytes(arch, unit_b, FP32 if dt == "fp32" else b)
-        else:
-            live = max(min(ZERO3_MAX_LIVE_PARAMETERS, arch.total_params),
-                       arch.largest_block_params)
-            buffers += live * unit_b
-    if job.sharding in ("zero1", "zero2", "zero3"):
-        buffers += ZERO_BUCKET_ELEMENTS * (FP32 if dt == "fp32" else b)
-    terms["sharding_buffers"] = buffers
+    terms["sharding_buffers"] = sharding_buffer_bytes(arch, job, dt, state.grad)
 
-    if uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
-        # The fp32-upcast LM head runs under autocast: its 16-bit cast is made every forward
-        # and saved by the matmul for the backward pass (torch.autocast caches casts only of
-        # trainable leaves, so the frozen head is re-cast and held each step).
-        terms["autocast_copy"] += arch.output_projection_params * b
-    terms["dequant_buffer"] = dequant_buffer_bytes(arch, job, b)
+    _add_copies(terms, arch, job, dt, div_w)
 
-    step = _foreach_step_bytes(terms, all_gradients, job, state.optimizer / 2 / div_opt)
+    step = foreach_step_bytes(terms, all_gradients, job, state.optimizer / 2 / div_opt)
+    total = arch.total_params + (pt if job.is_peft else 0)
+    return pooled(terms, stale_loss_bytes(arch, job), step, vram_gb, notes=notes,
+                  tail=_notes(arch, job, dt, pt) + fp8_notes(job), trainable=pt, total=total,
+                  host=host)
+
+
+def pooled(terms: dict[str, float], stale: float, step: float, vram_gb: float | None, *,
+           notes: list[str], tail: list[str], trainable: int, total: int,
+           host: float) -> MemoryEstimate:
+    """The estimate from the tensors' terms (bytes): the caching allocator's reserve on what
+    training allocates, the stale loss segments, the optimizer step's buffer beyond the pool,
+    the CUDA context, each capped by the device. `tail`: notes to follow the allocator's."""
     allocated = sum(terms.values())
     training_time = allocated - terms["weights_frozen"] - terms["weights_trainable"]
     reserve = training_time * FRAGMENTATION / (1 - FRAGMENTATION)
-    stale = stale_loss_bytes(arch, job)
     if vram_gb is not None:
         # The allocator frees cached blocks and retries before it reports out-of-memory, so the
         # cache cannot push the pool past the device (PyTorch CUDA semantics docs).
@@ -629,15 +180,13 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     terms["stale_loss_segments"] = stale
     terms["cuda_context"] = CUDA_CONTEXT_GB * GB
     peak = allocated + reserve + stale + CUDA_CONTEXT_GB * GB
-
-    notes += _notes(arch, job, dt, pt)
-    total = arch.total_params + (pt if job.is_peft else 0)
+    notes = notes + tail
     return MemoryEstimate(
         peak_gb_per_gpu=round(peak / GB, 3),
         allocated_gb=round(allocated / GB, 3),
         reserved_gb=round((allocated + reserve + stale) / GB, 3),
         breakdown={k: round(v / GB, 3) for k, v in terms.items()},
-        trainable_params=pt,
+        trainable_params=trainable,
         total_params=total,
         host_ram_gb=round(host / GB, 3),
         fits=None if vram_gb is None else peak <= vram_gb * GIB,
@@ -645,22 +194,38 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     )
 
 
-def _foreach_step_bytes(terms: dict[str, float], all_gradients: float, job: JobSpec,
-                        one_state: float) -> float:
-    """What torch.optim.AdamW's multi-tensor step (`adamw-foreach`) holds at once (0 for the
-    other optimizers): it runs after backward, when activations and the loss are freed but
-    every gradient is alive, and `torch._foreach_sqrt` makes one new buffer of a state's
-    size for all parameters together."""
-    if job.optimizer != "adamw-foreach":
-        return 0.0
-    resident = ("weights_frozen", "weights_trainable", "master_weights", "optimizer_states",
-                "sharding_buffers", "dequant_buffer")
-    return sum(terms[k] for k in resident) + all_gradients + one_state
+
+
+def _add_copies(terms: dict[str, float], arch: Architecture, job: JobSpec, dt: Dtype,
+                div_w: int) -> None:
+    """The copies a job's code path makes beside its weights: 16-bit casts of fp32 weights
+    under autocast, a stray embedding gradient, a quantized base's dequantized matrices and
+    FP8 workspaces."""
+    b = DTYPE_BYTES[dt]
+    if uses_kbit_upcast(job) and dt != "fp32" and arch.output_projection_params:
+        # The fp32-upcast LM head runs under autocast: its 16-bit cast is made every forward
+        # and saved by the matmul for the backward pass (torch.autocast caches casts only of
+        # trainable leaves, so the frozen head is re-cast and held each step).
+        terms["autocast_copy"] += arch.output_projection_params * b
+    terms["autocast_copy"] += base_cast_bytes(arch, job, b)
+    if job.embedding_grad and job.is_peft:
+        # a trainable-looking embedding nothing steps (litgpt's StableEmbedding swap): its
+        # dense 16-bit gradient is written by every backward and never freed
+        terms["gradients"] += arch.embedding_params * b / div_w
+    terms["dequant_buffer"] = dequant_buffer_bytes(arch, job, b)
+    if dt == "fp8":
+        # Transformer Engine's FP8 weight workspaces and amax histories (sizing/fp8.py)
+        terms["fp8_copies"] = (weight_copy_bytes(arch, job) + amax_history_bytes(arch, job)) \
+            / div_w
 
 
 def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     out: list[str] = []
-    if job.is_peft:
+    sixteen = "bf16" if dt == "fp8" else dt  # fp8 keeps its tensors in bf16
+    if job.is_peft and not job.adapter_fp32 and dt != "fp32":
+        out.append(f"{job.method}: {pt:,} trainable parameters in {sixteen}, with {sixteen} "
+                   f"gradients and optimizer states (adapters built in the model's dtype)")
+    elif job.is_peft:
         out.append(f"{job.method}: {pt:,} trainable parameters, kept in fp32 with fp32 "
                    f"gradients and optimizer states (PEFT default)")
     elif dt == "fp32":
@@ -668,7 +233,8 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     elif job.mixed_precision:
         out.append("mixed precision: fp32 master weights and optimizer states, 16-bit compute")
     else:
-        out.append(f"pure {dt}: weights, gradients and optimizer states all in {dt}")
+        out.append(f"pure {sixteen}: weights, gradients and optimizer states all in "
+                   f"{sixteen}")
     if uses_kbit_upcast(job):
         out.append("prepare_model_for_kbit_training casts embeddings, LM head and norms to "
                    "fp32, so the hidden states and activations run in fp32 too")
@@ -693,24 +259,35 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
 def _knob_notes(job: JobSpec) -> list[str]:
     out: list[str] = []
     if job.loss != "eager":
-        out.append({"chunked": "chunked cross-entropy: the fp32 log-probabilities of every "
-                               "chunk are kept for backward, one chunk's gradients at a time",
+        out.append({"chunked": "chunked cross-entropy: the log-probabilities of every chunk "
+                               "are kept for backward, one chunk's gradients at a time",
                     "fused": "fused linear cross-entropy: no vocabulary-sized buffer outlives "
                              "a chunk",
+                    "unsloth": "Unsloth's fused cross-entropy: the logits in chunks of up to "
+                               "4 GiB in fp32, loss and gradients computed in the forward",
                     "cce": "Cut Cross-Entropy: logits never materialized, one fp32 hidden-state "
                            "gradient per token"}[job.loss])
     if job.compile:
         out.append("torch.compile: the gated MLP's activation output is recomputed, not "
                    "saved; speed-up not modeled")
+    if job.base_fp32 and job.is_peft and job.quant == "none":
+        out.append("frozen base kept in fp32 under autocast (bf16-mixed): 4 bytes per weight, "
+                   "and the 16-bit casts the matmuls save for backward")
+    if job.quantize_head and job.quant != "none":
+        out.append("the LM head is quantized with the blocks (every nn.Linear is replaced)")
+    if job.embedding_grad and job.is_peft:
+        out.append("the input embedding gets a dense gradient that no optimizer steps or frees")
+    if job.logits_kept and job.loss in ("eager", "chunked"):
+        out.append("the training loop holds the 16-bit logits through backward")
     if job.train_embeddings:
         out.append("embeddings and LM head trained (modules_to_save): trainable copies beside "
                    "the frozen originals, in the base model's dtype with 16-bit gradients and "
                    "optimizer states")
     if job.quant == "nf4" and job.nf4_backend == "torchao":
         out.append("torchao NF4Tensor base (double-quantized scales always)")
-    if job.loss == "eager" and not job.fp32_loss:
-        out.append("the eager loss runs on the 16-bit logits (no autocast, no logits.float()): "
-                   "its buffers are 16-bit")
+    if job.loss in ("eager", "chunked") and not job.fp32_loss:
+        out.append(f"the {job.loss} loss runs on the 16-bit logits (no autocast, no "
+                   "logits.float()): its buffers are 16-bit")
     if job.lora_dropout > 0 and job.method in ("lora", "qlora", "dora"):
         out.append(f"LoRA dropout {job.lora_dropout:g}: each adapted module keeps its dropped-"
                    "out input and a one-byte mask")

@@ -204,6 +204,27 @@ def plan_node(arch: Architecture, job: JobSpec, gpu: GpuSpec, shape: NodeShape,
                             tokens_per_s=round(tps, 1), ring_gbs=ring,
                             scaling_efficiency=round(eff, 4), bound=est.time.bound,
                             notes=[*est.notes, *time_notes])
+    if total > 1 and shape.nodes == 1:
+        # sharding the state alone does not fit: tensor parallelism inside the NVLink domain
+        # also splits the activations (sizing.parallel)
+        from gpuscout.sizing.parallel import tensor_parallel_jobs
+
+        for tp_job in tensor_parallel_jobs(job, gpu, total):
+            est = estimate(arch, tp_job, gpu, tokens)
+            need = est.memory.allocated_gb + est.memory.breakdown.get("cuda_context", 0.0)
+            smallest = need if smallest is None else min(smallest, need)
+            if need <= usable and est.time is not None and est.time.hours is not None:
+                return NodePlan(
+                    shape=shape, feasible=True, sharding=tp_job.sharding, dtype=est.dtype,
+                    peak_gb_per_gpu=est.memory.peak_gb_per_gpu, need_gb_per_gpu=need,
+                    usable_gb_per_gpu=usable, hours=est.time.hours,
+                    tokens_per_s=est.time.tokens_per_s, ring_gbs=link_gbs(gpu, total),
+                    scaling_efficiency=est.time.scaling_efficiency, bound=est.time.bound,
+                    notes=[f"tensor parallel {tp_job.tensor_parallel} (+ sequence parallel) "
+                           f"inside the NVLink domain"
+                           + (", distributed optimizer over the replicas"
+                              if tp_job.data_parallel > 1 else "")
+                           + ": ZeRO alone does not fit", *est.notes, *est.time.notes])
     where = (f"{total} GPUs" if total > 1 else "one GPU")
     return NodePlan(shape=shape, feasible=False, need_gb_per_gpu=smallest,
                     usable_gb_per_gpu=usable,

@@ -81,6 +81,13 @@ def decide(job: JobSpec, gpu: GpuSpec | None) -> PrecisionDecision:  # noqa: C90
     notes: list[str] = []
     dtype: Dtype = job.dtype
     kind = _kind(gpu)
+    if dtype == "fp8" and not (supports_fp8(gpu) and gpu.fp8_dense_tflops):
+        cc = gpu.cuda_capability
+        has = f"compute capability {cc}" if cc is not None else "no FP8 support"
+        return PrecisionDecision(
+            dtype=dtype, refusal=f"--dtype fp8 needs FP8 tensor cores (NVIDIA compute "
+            f"capability ≥ {FP8_MIN_CC}: Ada, Hopper, Blackwell; AMD MI300 and later); "
+            f"{gpu.canonical_id} has {has}: use --dtype bf16")
     if dtype == "bf16" and not supports_bf16(gpu):
         dtype = "fp16"
         notes.append(f"{gpu.canonical_id} has no bf16 tensor cores (compute capability "

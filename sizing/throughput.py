@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 
 from gpuscout.core.catalog import GpuSpec
+from gpuscout.sizing import fp8
 from gpuscout.sizing.architectures import Architecture
 from gpuscout.sizing.kernels import BACKWARD_FACTOR, dequant_cost, forward_pass
 from gpuscout.sizing.memory import (
@@ -169,10 +170,13 @@ def wave_efficiency(m: int, n: int, sms: int | None,
 
 
 def _linear_seconds(arch: Architecture, job: JobSpec, tokens: int, rate: float,
-                    sms: int | None, tile: tuple[int, int]) -> float:
+                    sms: int | None, tile: tuple[int, int],
+                    block_rate: float | None = None) -> float:
     """The base linears' GEMMs of one micro-batch, each at its own wave efficiency: forward
     (tokens × d_out), the input gradient (tokens × d_in), the weight gradient when the weight
-    trains (d_out × d_in), and the forward again under recomputation."""
+    trains (d_out × d_in), and the forward again under recomputation. `block_rate`: the blocks'
+    GEMMs at another rate than the head's and the adapters' (FP8, sizing/fp8.py)."""
+    head_rate, rate = rate, block_rate or rate
     shapes: dict[tuple[int, int, int], int] = {}
     blocks = arch.blocks()
     for kind, n in Counter(arch.block_kinds()).items():
@@ -194,11 +198,11 @@ def _linear_seconds(arch: Architecture, job: JobSpec, tokens: int, rate: float,
         else 0.0
     if head:
         vocab, hidden = arch.vocab_size, arch.hidden_size
-        seconds += head / (rate * wave_efficiency(tokens, vocab, sms, tile))
-        seconds += head / (rate * wave_efficiency(tokens, hidden, sms, tile))
+        seconds += head / (head_rate * wave_efficiency(tokens, vocab, sms, tile))
+        seconds += head / (head_rate * wave_efficiency(tokens, hidden, sms, tile))
         if full:
-            seconds += head / (rate * wave_efficiency(vocab, hidden, sms, tile))
-    return seconds + tokens * 6 * adapter_flops_params(arch, job) / rate
+            seconds += head / (head_rate * wave_efficiency(vocab, hidden, sms, tile))
+    return seconds + tokens * 6 * adapter_flops_params(arch, job) / head_rate
 
 
 def attention_flops_per_token(arch: Architecture, job: JobSpec) -> float:
@@ -264,7 +268,9 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     attn_rate = tflops * (kernel_efficiency("flash_attention", gpu) if job.flash_attention
                           else kernel_efficiency("matmul", gpu))
     ab = DTYPE_BYTES[dtype]
-    autocast = per_param_bytes(arch, job, dtype).autocast > 0
+    # fp32 weights under autocast: a full model's (AMP), or a LoRA job's frozen fp32 base
+    autocast = per_param_bytes(arch, job, dtype).autocast > 0 or (
+        job.base_fp32 and job.is_peft and job.quant == "none")
     # prepare_model_for_kbit_training leaves fp32 embeddings and norms, so the hidden states
     # and every pointwise kernel on them run in fp32 (memory counts them so too), and each
     # 4-bit/8-bit layer casts its fp32 input to the compute dtype and its output back
@@ -281,6 +287,7 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
     if autocast:
         # autocast casts every fp32 weight to 16 bits on each forward
         pointwise += forwards * arch.total_params * (FP32 + ab)
+    pointwise += fp8.cast_bytes(arch, job, tokens)  # FP8 quantization of the GEMM operands
     shard = job.gpus if job.sharding in ("zero3", "fsdp") else 1
     trainable_k = fwd.matmul_kernels - fwd.frozen_matmul_kernels - fwd.forward_only_kernels
     matmul_k = forwards * fwd.matmul_kernels + 2 * trainable_k + fwd.frozen_matmul_kernels
@@ -289,7 +296,9 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
                + (forwards + 1) * fwd.view_ops)
     return MicroBatch(
         matmul_s=_linear_seconds(arch, job, tokens, mm_rate, _sms().get(gpu.canonical_id),
-                                  gemm_tile(gpu, dtype)),
+                                  gemm_tile(gpu, dtype),
+                                  block_rate=fp8.gemm_tflops(gpu) * 1e12
+                                  * kernel_efficiency("matmul", gpu) if dtype == "fp8" else None),
         attention_s=tokens * attention_flops_per_token(arch, job) / attn_rate,
         pointwise_s=pointwise / bandwidth,
         matmul_launch_s=matmul_k * EAGER_LAUNCH_S,

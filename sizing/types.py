@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.choices import (
     Dtype,
+    Fp8Recipe,
     LoraTargets,
     Loss,
     Method,
@@ -78,7 +79,8 @@ class JobSpec(BaseModel):
         default="eager",
         description="eager: full logits + fp32 softmax; chunked: per-chunk logits kept for "
                     "backward (torchtune, litgpt); fused: no logits outlive a chunk (Liger, "
-                    "Unsloth, TRL chunked_nll); cce: Cut Cross-Entropy, no logits in memory")
+                    "TRL chunked_nll); cce: Cut Cross-Entropy, no logits in memory; unsloth: "
+                    "Unsloth's fused loss, chunks of up to 4 GiB of fp32 logits")
     activation_offloading: bool = False
     checkpoint_offload: bool = False
     optimizer_in_backward: bool = False
@@ -97,7 +99,48 @@ class JobSpec(BaseModel):
                     "or the model's own logits.float() (transformers' causal LMs); False: "
                     "cross-entropy on the model's 16-bit logits, as remote modeling code without "
                     "that cast runs under DeepSpeed's fp16/bf16 engine, or a pure-16-bit loop")
+    adapter_fp32: bool = Field(
+        default=True,
+        description="PEFT adapters (and their gradients and optimizer states) in fp32, as "
+                    "PEFT's autocast_adapter_dtype casts them; False: in the model's dtype "
+                    "(torchtune, litgpt under bf16-true)")
+    base_fp32: bool = Field(
+        default=False,
+        description="a PEFT job's unquantized frozen base kept in fp32 and cast to 16 bits by "
+                    "autocast at each matmul (Lightning Fabric's bf16-mixed precision)")
+    quantize_head: bool = Field(
+        default=False,
+        description="a quantized base's untied LM head quantized with the blocks (Lightning's "
+                    "BitsandbytesPrecision replaces every nn.Linear)")
+    embedding_grad: bool = Field(
+        default=False,
+        description="the input embedding of a PEFT job gets a dense gradient nothing steps or "
+                    "frees (litgpt's bitsandbytes StableEmbedding swap)")
+    logits_kept: bool = Field(
+        default=False,
+        description="the training loop holds the model's 16-bit logits through backward "
+                    "(litgpt's fit())")
     nf4_backend: Nf4Backend = "bitsandbytes"
+    fp8_recipe: Fp8Recipe = Field(
+        default="te",
+        description="with dtype fp8: how the FP8 operands are scaled and kept (te: Transformer "
+                    "Engine's default for the GPU; delayed, tensorwise, mxfp8; torchao)")
+    tensor_parallel: int = Field(
+        default=1, description="Megatron tensor parallelism: each linear split over this many "
+                               "GPUs, which all-reduce (or with sequence parallelism "
+                               "all-gather and reduce-scatter) twice per layer and pass")
+    pipeline_parallel: int = Field(
+        default=1, description="pipeline stages (1F1B schedule); grad_accum is the number of "
+                               "micro-batches per step")
+    virtual_stages: int = Field(
+        default=1, description="interleaved virtual stages per pipeline rank (the bubble "
+                               "shrinks by this factor)")
+    context_parallel: int = Field(
+        default=1, description="context parallelism: the sequence split over this many GPUs, "
+                               "keys and values passed around a ring")
+    sequence_parallel: bool = Field(
+        default=False, description="Megatron sequence parallelism: the norms' and dropouts' "
+                                   "activations split over the tensor-parallel group too")
     train_embeddings: bool = False
     variable_lengths: bool = Field(
         default=True,
@@ -117,6 +160,16 @@ class JobSpec(BaseModel):
             if loss is None:
                 loss = "fused" if data.get("chunked_loss") else "eager"
             data = {**data, "loss": loss, "chunked_loss": loss != "eager"}
+            # the GPUs beyond the model-parallel group form data-parallel replicas: Megatron's
+            # DDP, unless a sharding is named
+            mp = 1
+            for key in ("tensor_parallel", "pipeline_parallel", "context_parallel"):
+                value = data.get(key)
+                mp *= value if isinstance(value, int) and value > 0 else 1
+            gpus = data.get("gpus", 1)
+            if mp > 1 and data.get("sharding", "none") == "none" and isinstance(gpus, int) \
+                    and gpus > mp:
+                data = {**data, "sharding": "ddp"}
         return data
 
     @model_validator(mode="after")
@@ -142,9 +195,18 @@ class JobSpec(BaseModel):
         if self.gpus > MAX_GPUS:
             raise UserInputError(f"--gpus {self.gpus} is beyond what this model covers "
                                  f"({MAX_GPUS})")
-        if self.sharding == "none" and self.gpus > 1:
+        self._check_parallel()
+        self._check_sharding()
+        self._check_knobs()
+        return self
+
+    def _check_sharding(self) -> None:
+        if self.sharding == "none" and self.gpus > self.model_parallel:
             raise UserInputError(f"--sharding none runs on one GPU; {self.gpus} GPUs need "
                                  f"ddp, zero1, zero2, zero3 or fsdp")
+        if self.sharding != "none" and self.gpus == self.model_parallel > 1:
+            raise UserInputError(f"--sharding {self.sharding}: the {self.gpus} GPUs all hold "
+                                 f"parts of one model replica (no data parallelism)")
         if self.offload == "params" and self.sharding not in ("zero3", "fsdp"):
             raise UserInputError("--offload params needs --sharding zero3 or fsdp")
         if self.offload == "optimizer" and self.sharding in ("none", "ddp"):
@@ -153,8 +215,43 @@ class JobSpec(BaseModel):
         if self.offload == "optimizer" and self.sharding == "fsdp":
             raise UserInputError("FSDP offloads parameters, gradients and optimizer state "
                                  "together: use --offload params with --sharding fsdp")
-        self._check_knobs()
-        return self
+
+    def _check_parallel(self) -> None:
+        for name in ("tensor_parallel", "pipeline_parallel", "virtual_stages",
+                     "context_parallel"):
+            if getattr(self, name) < 1:
+                raise UserInputError(f"--{name.replace('_', '-')} must be at least 1, "
+                                     f"got {getattr(self, name)}")
+        mp = self.model_parallel
+        if self.gpus % mp:
+            raise UserInputError(f"--gpus {self.gpus} is not a multiple of tensor × pipeline × "
+                                 f"context parallelism ({mp})")
+        if self.sequence_parallel and self.tensor_parallel == 1:
+            raise UserInputError("--sequence-parallel splits activations over the tensor-"
+                                 "parallel group: it needs --tensor-parallel 2 or more")
+        if self.virtual_stages > 1 and self.pipeline_parallel == 1:
+            raise UserInputError("--virtual-stages interleaves pipeline stages: it needs "
+                                 "--pipeline-parallel 2 or more")
+        if mp > 1 and self.sharding not in ("none", "ddp", "zero1"):
+            raise UserInputError(f"tensor, pipeline and context parallelism combine with data "
+                                 f"parallelism (ddp) or the distributed optimizer (zero1), not "
+                                 f"--sharding {self.sharding}")
+        if mp > 1 and self.offload != "none":
+            raise UserInputError("--offload is not modelled with tensor, pipeline or context "
+                                 "parallelism")
+        if self.dtype == "fp8" and self.quant != "none":
+            raise UserInputError(f"--dtype fp8 runs a 16-bit model's GEMMs in FP8 (Transformer "
+                                 f"Engine, torchao float8); a {self.quant} base is another "
+                                 f"path: use --dtype bf16")
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs one model replica spans: tensor × pipeline × context parallel."""
+        return self.tensor_parallel * self.pipeline_parallel * self.context_parallel
+
+    @property
+    def data_parallel(self) -> int:
+        return self.gpus // self.model_parallel
 
     def _check_knobs(self) -> None:
         if not 0.0 <= self.lora_dropout < 1.0:
@@ -170,6 +267,15 @@ class JobSpec(BaseModel):
         if self.checkpoint_offload and not self.grad_checkpointing:
             raise UserInputError("--checkpoint-offload offloads the checkpointed block inputs: "
                                  "it needs --grad-checkpointing")
+        if self.base_fp32 and self.quant != "none":
+            raise UserInputError(f"--base-fp32 keeps an unquantized frozen base in fp32; the "
+                                 f"base here is {self.quant}")
+        if self.quantize_head and self.quant == "none":
+            raise UserInputError("--quantize-head quantizes the LM head with a quantized base: "
+                                 "it needs --quant (or --method qlora)")
+        if self.embedding_grad and not self.is_peft:
+            raise UserInputError("--embedding-grad is a frozen embedding's stray gradient: it "
+                                 "needs a PEFT method (--method full trains the embedding)")
         if self.train_embeddings and not self.is_peft:
             raise UserInputError("--train-embeddings adds embeddings and LM head to a PEFT "
                                  "method's trainable set; --method full trains them already")

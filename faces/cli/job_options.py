@@ -36,6 +36,13 @@ FLAGS = {
     "fp32_loss": "--fp32-loss/--no-fp32-loss",
     "train_embeddings": "--train-embeddings/--no-train-embeddings",
     "upcast_non_quantized": "--upcast-non-quantized/--no-upcast-non-quantized",
+    "adapter_fp32": "--adapter-fp32/--no-adapter-fp32",
+    "base_fp32": "--base-fp32/--no-base-fp32",
+    "quantize_head": "--quantize-head/--no-quantize-head",
+    "embedding_grad": "--embedding-grad/--no-embedding-grad",
+    "logits_kept": "--logits-kept/--no-logits-kept",
+    "sequence_parallel": "--sequence-parallel/--no-sequence-parallel",
+    "distributed_optimizer": "--distributed-optimizer/--no-distributed-optimizer",
     "online": "--online/--offline",
 }
 

@@ -128,3 +128,21 @@ def test_unbounded_or_misspelled_models_are_one_line_errors(args: tuple[str, ...
     code, _, err = run(*args)
     assert code != 0 and isinstance(err, UserInputError)
     assert re.search(message, str(err)) and "\n" not in str(err)
+
+
+def test_must_show_fp8_with_tensor_parallelism_prints_tokens_per_s_and_memory_per_gpu() -> None:
+    args = ("--model", "meta-llama/Llama-3.1-70B", "--method", "full", "--dtype", "fp8",
+            "--tensor-parallel", "4", "--gpu", "h100-sxm-80gb", "--gpus", "8",
+            "--no-correction")
+    code, out, _ = run(*args)
+    assert code == 0, out
+    assert "GB per GPU" in out and "fp8 copies" in out
+    assert re.search(r"[\d,]+ tokens/s", out)
+    assert "tensor parallel 4" in out
+    code, out, _ = run(*args, "--format", "json")
+    data = json.loads(out)
+    assert data["dtype"] == "fp8" and data["tokens_per_s"] > 0
+    assert data["job"]["tensor_parallel"] == 4 and data["micro_batch_s"]["tensor_parallel"] > 0
+    # an A100 has no FP8 tensor cores: refused with the reason, no traceback
+    code, out, exc = run(*args[:-5], "--gpu", "a100-sxm-80gb", "--gpus", "8")
+    assert isinstance(exc, UserInputError) and "FP8 tensor cores" in str(exc)

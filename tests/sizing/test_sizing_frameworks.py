@@ -1,4 +1,6 @@
-"""Framework presets (sizing/data/frameworks.csv) and the knobs they set."""
+"""Framework presets (sizing/data/frameworks.csv): what they set, and the time their knobs cost.
+
+The knobs' memory effects are tested beside their terms (tests/sizing/test_memory_*.py)."""
 
 from __future__ import annotations
 
@@ -6,33 +8,29 @@ import csv
 import re
 
 import pytest
+from memory_cases import qlora
 
 from gpuscout.core.catalog import load_catalog
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import lookup
-from gpuscout.sizing.frameworks import FRAMEWORKS_CSV, GENERIC, fill, presets
+from gpuscout.sizing.estimate import estimate
+from gpuscout.sizing.frameworks import FRAMEWORKS_CSV, GENERIC, cited, fill, presets
 from gpuscout.sizing.job import Job
-from gpuscout.sizing.memory import (
-    CHUNKED_LOSS_CHUNKS,
-    FP32,
-    LOSS_FP32_BUFFERS,
+from gpuscout.sizing.memory import memory_estimate
+from gpuscout.sizing.memory_activations import activation_bytes
+from gpuscout.sizing.memory_loss import CHUNKED_LOSS_CHUNKS, logits_bytes
+from gpuscout.sizing.memory_weights import (
     NF4_BYTES,
-    NF4_DQ_BYTES,
-    OFFLOAD_RESIDENT_LAYERS,
-    activation_bytes,
     frozen_weight_bytes,
-    logits_bytes,
-    memory_estimate,
-    offloaded_activation_bytes,
     trainable_bytes,
 )
 from gpuscout.sizing.peft import trainable_params
-from gpuscout.sizing.precision import decide
 from gpuscout.sizing.throughput import time_estimate
 from gpuscout.sizing.types import JobSpec
 
 A = lookup("meta-llama/Llama-2-7b-hf")
 Q = lookup("Qwen/Qwen2.5-7B")
+L31 = lookup("meta-llama/Llama-3.1-8B")
 SOURCE = re.compile(r"^[\w.-]+/[\w.-]+:[\w./-]+@[0-9a-f]{40}$")
 
 
@@ -49,6 +47,8 @@ def test_every_preset_row_is_cited_to_a_file_at_a_commit() -> None:
 def test_hf_default_keeps_the_generic_job_but_peft_s_adapter() -> None:
     _, spec, notes = Job(model="meta-llama/Llama-2-7b-hf").resolve()
     for setting, generic in GENERIC.items():
+        if setting not in JobSpec.model_fields:
+            continue  # distributed_optimizer: a sharding, checked through it
         expected = {"lora_rank": 8}.get(setting, generic)  # PEFT's LoraConfig r
         assert getattr(spec, setting) == expected, setting
     assert spec.loss == "eager" and not spec.chunked_loss
@@ -84,7 +84,7 @@ def test_a_framework_without_a_default_adapter_says_what_was_assumed() -> None:
 
 def test_preset_fills_and_explicit_options_win() -> None:
     _, spec, notes = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="unsloth").resolve()
-    assert spec.checkpoint_offload and spec.loss == "fused" and not spec.upcast_non_quantized
+    assert spec.checkpoint_offload and spec.loss == "unsloth" and not spec.upcast_non_quantized
     assert any("unsloth preset applied" in n and "checkpoint_offload=true" in n for n in notes)
     _, spec, notes = Job(model="Qwen/Qwen2.5-7B", method="qlora", framework="unsloth",
                          loss="cce", upcast_non_quantized=True).resolve()
@@ -116,116 +116,6 @@ def test_fill_reports_nothing_for_generic_values() -> None:
     assert fields["loss"] == "chunked" and fields["compile"] is False
 
 
-# --- the knobs' memory effects -------------------------------------------------------------
-
-def _q(**kw: object) -> JobSpec:
-    return JobSpec(method="qlora", batch_size=4, seq_len=4096, **kw)
-
-
-def test_loss_implementations_order_and_sizes() -> None:
-    t = 4 * 4096
-    eager = logits_bytes(Q, _q())
-    chunked = logits_bytes(Q, _q(loss="chunked"))
-    fused = logits_bytes(Q, _q(loss="fused"))
-    cce = logits_bytes(Q, _q(loss="cce"))
-    assert eager == t * Q.vocab_size * FP32 * LOSS_FP32_BUFFERS
-    # one fp32 log-prob buffer for all tokens plus two buffers of one chunk
-    assert chunked == pytest.approx((t + 2 * t / CHUNKED_LOSS_CHUNKS) * Q.vocab_size * FP32)
-    assert fused == t * Q.hidden_size * FP32 * (LOSS_FP32_BUFFERS + 1)
-    assert cce == t * (Q.hidden_size + 1) * FP32
-    assert eager > chunked > fused > cce
-
-
-def test_checkpoint_offload_moves_block_inputs_to_host() -> None:
-    on, off = _q(checkpoint_offload=True), _q()
-    moved = offloaded_activation_bytes(Q, on, "bf16")
-    per_layer = 4 * 4096 * Q.hidden_size * 4  # fp32 hidden states (kbit upcast)
-    assert moved == pytest.approx((Q.num_layers - OFFLOAD_RESIDENT_LAYERS) * per_layer)
-    assert activation_bytes(Q, off, "bf16") - activation_bytes(Q, on, "bf16") == \
-        pytest.approx(moved)
-    m = memory_estimate(Q, on)
-    assert m.host_ram_gb == pytest.approx(moved / 1e9, abs=1e-3)
-    assert offloaded_activation_bytes(Q, off, "bf16") == 0
-
-
-def test_activation_offloading_without_checkpointing_keeps_two_layers() -> None:
-    job = _q(grad_checkpointing=False, activation_offloading=True)
-    full_acts = activation_bytes(Q, _q(grad_checkpointing=False), "bf16")
-    kept = activation_bytes(Q, job, "bf16")
-    moved = offloaded_activation_bytes(Q, job, "bf16")
-    assert kept + moved == pytest.approx(full_acts)
-    assert kept < full_acts / (Q.num_layers / (OFFLOAD_RESIDENT_LAYERS + 1))
-
-
-def test_offloading_costs_time_only_when_pcie_cannot_keep_up() -> None:
-    gpu = load_catalog().gpu("l4-24gb")
-    base = time_estimate(Q, _q(), gpu, "bf16")
-    off = time_estimate(Q, _q(checkpoint_offload=True), gpu, "bf16")
-    assert off.step_time_s >= base.step_time_s
-    assert any("offloading" in n for n in off.notes)
-
-
-def test_optimizer_in_backward_keeps_one_gradient() -> None:
-    job = JobSpec(method="full", dtype="bf16", mixed_precision=False, grad_accum=1)
-    base = memory_estimate(A, job).breakdown["gradients"]
-    inbwd = memory_estimate(A, job.model_copy(update={"optimizer_in_backward": True}))
-    assert inbwd.breakdown["gradients"] == pytest.approx(
-        A.vocab_size * A.hidden_size * 2 / 1e9, abs=1e-3)  # the largest tensor: embedding/head
-    assert inbwd.breakdown["gradients"] < base
-    with pytest.raises(UserInputError, match="grad-accum 1"):
-        JobSpec(method="full", optimizer_in_backward=True, grad_accum=4)
-    # LoRA with a trained embedding: its bf16 copy is the largest tensor, with a bf16 gradient
-    lora = JobSpec(method="lora", train_embeddings=True, optimizer_in_backward=True,
-                   grad_clipping=False)
-    assert memory_estimate(A, lora).breakdown["gradients"] == pytest.approx(
-        A.vocab_size * A.hidden_size * 2 / 1e9, abs=1e-3)
-
-
-def test_compile_drops_the_saved_activation_output_of_the_gated_mlp() -> None:
-    job = JobSpec(method="full", grad_checkpointing=False, batch_size=1, seq_len=1024)
-    saved = activation_bytes(A, job, "bf16") - activation_bytes(
-        A, job.model_copy(update={"compile": True}), "bf16")
-    # one 16-bit tensor of the intermediate size per token per layer
-    assert saved == pytest.approx(A.num_layers * 1024 * A.intermediate_size * 2)
-
-
-def test_train_embeddings_adds_trainable_copies() -> None:
-    base, emb = _q(), _q(train_embeddings=True)
-    extra = trainable_params(Q, emb) - trainable_params(Q, base)
-    assert extra == Q.embedding_params + Q.lm_head_params
-    # the frozen originals stay; each copy keeps the base's bf16: weight, gradient and two
-    # AdamW states of 2 bytes (PEFT upcasts tuner layers only), not fp32's 4 + 4 + 8
-    with_copies, without = memory_estimate(Q, emb).breakdown, memory_estimate(Q, base).breakdown
-    for term, per_param in (("weights_trainable", 2), ("gradients", 2),
-                            ("optimizer_states", 4)):
-        d = with_copies[term] - without[term]
-        assert d == pytest.approx(extra * per_param / 1e9, abs=2e-3), term
-    assert trainable_bytes(Q, emb, "bf16").grad - trainable_bytes(Q, base, "bf16").grad == \
-        pytest.approx(extra * 2)
-    assert frozen_weight_bytes(Q, emb, "bf16") == frozen_weight_bytes(Q, base, "bf16")
-    with pytest.raises(UserInputError):
-        JobSpec(method="full", train_embeddings=True)
-
-
-def test_nf4_backends() -> None:
-    bnb = frozen_weight_bytes(Q, _q(double_quant=False), "bf16")
-    tao = frozen_weight_bytes(Q, _q(double_quant=False, nf4_backend="torchao"), "bf16")
-    assert bnb - tao == pytest.approx(Q.linear_weight_params * (NF4_BYTES - NF4_DQ_BYTES))
-    # torchao needs no bitsandbytes kernel: a GPU bitsandbytes refuses can still run it
-    old = next(g for g in load_catalog().gpus.values()
-               if g.vendor == "NVIDIA" and g.cuda_capability and g.cuda_capability < 6.0)
-    assert decide(_q(), old).refusal
-    assert decide(_q(nf4_backend="torchao"), old).refusal is None
-
-
-def test_kbit_upcast_off_halves_hidden_state_checkpoints() -> None:
-    up = activation_bytes(Q, _q(), "bf16")
-    down = activation_bytes(Q, _q(upcast_non_quantized=False), "bf16")
-    assert down < up
-    assert frozen_weight_bytes(Q, _q(upcast_non_quantized=False), "bf16") < \
-        frozen_weight_bytes(Q, _q(), "bf16")
-
-
 def test_grad_clipping_follows_the_framework_and_optimizer_in_backward() -> None:
     """HF's max_grad_norm=1.0 clips by default, torchtune's recipes do not, and a job whose
     optimizer runs in backward cannot clip (torchtune raises the same)."""
@@ -239,34 +129,12 @@ def test_grad_clipping_follows_the_framework_and_optimizer_in_backward() -> None
         JobSpec(method="full", optimizer_in_backward=True, grad_clipping=True)
 
 
-def test_a_16_bit_loss_keeps_its_buffers_in_the_logits_dtype() -> None:
-    """Cross-entropy on bf16 logits with no autocast and no .float(): the three tokens ×
-    vocabulary buffers are 2 bytes, not 4, and the stale set shrinks by as much."""
-    fp32 = _q(loss="eager")
-    bf16 = fp32.model_copy(update={"fp32_loss": False})
-    t = 4 * 4096
-    assert logits_bytes(Q, fp32) == t * Q.vocab_size * FP32 * LOSS_FP32_BUFFERS
-    assert logits_bytes(Q, bf16) == t * Q.vocab_size * 2 * LOSS_FP32_BUFFERS
-    assert memory_estimate(Q, bf16).breakdown["logits_and_loss"] < \
-        memory_estimate(Q, fp32).breakdown["logits_and_loss"]
-    # a chunked or fused loss casts per chunk whatever the flag
-    chunked = _q(loss="chunked")
-    assert logits_bytes(Q, chunked) == logits_bytes(
-        Q, chunked.model_copy(update={"fp32_loss": False}))
-
-
-def test_gemma_2_soft_caps_its_logits_and_keeps_tanh_for_the_backward() -> None:
-    """Gemma-2's config sets final_logit_softcapping 30; the eager loss then keeps tanh's 16-bit
-    output beside its buffers, a fused loss applies the cap inside its kernel."""
-    gemma2 = lookup("google/gemma-2-9b")
-    assert gemma2.final_logit_softcapping == 30.0
-    assert lookup("google/gemma-7b").final_logit_softcapping == 0.0
-    job = JobSpec(method="lora", batch_size=1, seq_len=1024, loss="eager")
-    plain = gemma2.model_copy(update={"final_logit_softcapping": 0.0})
-    extra = logits_bytes(gemma2, job) - logits_bytes(plain, job)
-    assert extra == 1024 * gemma2.vocab_size * 2
-    fused = job.model_copy(update={"loss": "fused"})
-    assert logits_bytes(gemma2, fused) == logits_bytes(plain, fused)
+def test_offloading_costs_time_only_when_pcie_cannot_keep_up() -> None:
+    gpu = load_catalog().gpu("l4-24gb")
+    base = time_estimate(Q, qlora(), gpu, "bf16")
+    off = time_estimate(Q, qlora(checkpoint_offload=True), gpu, "bf16")
+    assert off.step_time_s >= base.step_time_s
+    assert any("offloading" in n for n in off.notes)
 
 
 def test_padded_batches_under_transformers_sdpa_are_named() -> None:
@@ -283,3 +151,160 @@ def test_padded_batches_under_transformers_sdpa_are_named() -> None:
     assert not noted(batch_size=4, flash_attention=False)
     assert not noted(batch_size=4, framework="torchtune")
     assert not noted(batch_size=4, framework="unsloth")
+
+
+# --- each framework's preset acts only through the rows it cites ---------------------------
+
+FRAMEWORKS = Job.model_fields["framework"].annotation.__args__
+GPU = load_catalog().gpu("a100-sxm-80gb")
+# One job per code path the presets tell apart: method, one or several GPUs, short or long
+# sequences, with and without accumulation.
+SHAPES = [dict(method="qlora", seq_len=2048, batch_size=2),
+          dict(method="lora", seq_len=1024),
+          dict(method="lora", seq_len=256, grad_accum=4),
+          dict(method="full", seq_len=2048, batch_size=2),
+          dict(method="full", seq_len=512, gpus=2, sharding="fsdp"),
+          dict(method="lora", seq_len=2048, gpus=4, sharding="zero2")]
+
+
+def _given(shape: dict[str, object]) -> dict[str, object]:
+    """The options as Job hands them to the preset (before any is filled)."""
+    return {"gpus": 1, "grad_accum": 1, "quant": "none", **shape}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_preset_changes_the_estimate_only_through_the_values_it_cites(
+        framework: str) -> None:
+    """The job a preset makes is the generic job with exactly the cited values of the rows
+    that hold for it set explicitly, so memory and time move only through them; and every
+    setting the preset moves away from the generic job has a row, cited to a file at a
+    commit, that holds for this job."""
+    for shape in SHAPES:
+        rows = cited(framework, _given(shape))
+        explicit = {k: rows[k].value if k in rows else GENERIC[k] for k in GENERIC}
+        _, preset, _ = Job(model="meta-llama/Llama-3.1-8B", framework=framework,
+                           **shape).resolve()  # type: ignore[arg-type]
+        _, stated, _ = Job(model="meta-llama/Llama-3.1-8B", framework="hf",
+                           **shape, **explicit).resolve()  # type: ignore[arg-type]
+        assert preset == stated, (framework, shape)
+        a = estimate(L31, preset, GPU)
+        b = estimate(L31, stated, GPU)
+        assert a.memory == b.memory and a.time == b.time
+        generic = JobSpec(**fill(None, {**preset.model_dump(exclude=set(GENERIC)),
+                                        **{k: None for k in GENERIC}})[0])
+        moved = {k for k in GENERIC if k in JobSpec.model_fields
+                 and getattr(preset, k) != getattr(generic, k)}
+        assert moved <= set(rows), (framework, shape, moved - set(rows))
+        assert all(SOURCE.match(rows[k].source) for k in moved)
+
+
+def test_litgpt_runs_its_single_device_recipes_without_checkpointing() -> None:
+    """finetune/lora.py and full.py pick strategy "auto" on one device (no activation
+    checkpointing) and checkpoint every block only under their multi-GPU strategies; the
+    config_hub recipes run bf16-true: bf16 adapters, a bf16 loss over 16-bit logits that
+    fit() holds through backward."""
+    _, one, notes = Job(model="meta-llama/Llama-3.1-8B", framework="litgpt").resolve()
+    _, two, _ = Job(model="meta-llama/Llama-3.1-8B", framework="litgpt", gpus=2,
+                    sharding="fsdp").resolve()
+    assert not one.grad_checkpointing and two.grad_checkpointing
+    assert (one.adapter_fp32, one.fp32_loss, one.logits_kept, one.loss) == (
+        False, False, True, "chunked")
+    assert not one.base_fp32 and not one.mixed_precision
+    assert any("grad_checkpointing=false" in n for n in notes)
+    # without checkpointing every block keeps its saved tensors: much more than the inputs
+    kept = activation_bytes(L31, one, "bf16")
+    ckpt = activation_bytes(L31, one.model_copy(update={"grad_checkpointing": True}), "bf16")
+    assert kept > 5 * ckpt
+
+
+def test_litgpt_qlora_quantizes_the_head_and_leaves_the_embedding_a_gradient() -> None:
+    """BitsandbytesPrecision replaces every nn.Linear (the head too); the StableEmbedding swap
+    after freezing leaves a dense bf16 embedding gradient; the eager/chunked loss buffers are
+    bf16 and the 16-bit logits stay allocated."""
+    _, spec, _ = Job(model="meta-llama/Llama-3.1-8B", framework="litgpt",
+                     method="qlora").resolve()
+    assert spec.quantize_head and spec.embedding_grad and spec.quant == "nf4"
+    plain = spec.model_copy(update={"quantize_head": False, "embedding_grad": False})
+    head = L31.vocab_size * L31.hidden_size
+    assert frozen_weight_bytes(L31, plain, "bf16") - frozen_weight_bytes(L31, spec, "bf16") \
+        == pytest.approx(head * (2 - NF4_BYTES))  # bnb.nf4: no double quantization
+    grads = memory_estimate(L31, spec).breakdown["gradients"] - \
+        memory_estimate(L31, plain).breakdown["gradients"]
+    assert grads == pytest.approx(L31.embedding_params * 2 / 1e9, abs=2e-3)
+    t = spec.batch_size * spec.seq_len
+    chunk = -(-t // CHUNKED_LOSS_CHUNKS)
+    assert logits_bytes(L31, spec) == (t + 2 * chunk) * L31.vocab_size * 2 + \
+        t * L31.vocab_size * 2
+    # a LoRA run has no quantized head nor the swap
+    _, lora, _ = Job(model="meta-llama/Llama-3.1-8B", framework="litgpt").resolve()
+    assert not lora.quantize_head and not lora.embedding_grad
+
+
+def test_the_bare_litgpt_cli_keeps_an_fp32_base_under_autocast() -> None:
+    """--base-fp32 (Fabric bf16-mixed, litgpt's CLI default without a config): the frozen
+    base in fp32 and the 16-bit casts the matmuls save for backward."""
+    job = JobSpec(method="lora", seq_len=1024, grad_checkpointing=False)
+    fp32 = job.model_copy(update={"base_fp32": True})
+    assert frozen_weight_bytes(L31, fp32, "bf16") == 2 * frozen_weight_bytes(L31, job, "bf16")
+    blocks = L31.linear_weight_params
+    casts = memory_estimate(L31, fp32).breakdown["autocast_copy"]
+    assert casts == pytest.approx((blocks + L31.output_projection_params) * 2 / 1e9, abs=2e-3)
+    ckpt = memory_estimate(L31, fp32.model_copy(update={"grad_checkpointing": True}))
+    assert ckpt.breakdown["autocast_copy"] < casts / 10  # one block's casts at a time
+    with pytest.raises(UserInputError, match="base-fp32"):
+        JobSpec(method="qlora", base_fp32=True)
+    with pytest.raises(UserInputError, match="quantize-head"):
+        JobSpec(method="lora", quantize_head=True)
+    with pytest.raises(UserInputError, match="embedding-grad"):
+        JobSpec(method="full", embedding_grad=True)
+
+
+def test_torchtune_builds_bf16_adapters_and_steps_full_single_device_in_backward() -> None:
+    """lora_finetune_single_device builds the model, adapters included, in bf16 and checks
+    it; the full single-device config pages 8-bit AdamW states and steps in backward, the
+    distributed one uses fused AdamW."""
+    _, lora, _ = Job(model="meta-llama/Llama-3.1-8B", framework="torchtune").resolve()
+    assert not lora.adapter_fp32
+    pt = trainable_params(L31, lora)
+    state = trainable_bytes(L31, lora, "bf16")
+    assert (state.weight, state.grad, state.optimizer) == (2 * pt, 2 * pt, 4 * pt)
+    _, full1, _ = Job(model="meta-llama/Llama-3.1-8B", framework="torchtune",
+                      method="full").resolve()
+    assert (full1.optimizer, full1.optimizer_in_backward, full1.grad_clipping) == (
+        "paged-adamw-8bit", True, False)
+    _, accum, _ = Job(model="meta-llama/Llama-3.1-8B", framework="torchtune", method="full",
+                      grad_accum=4).resolve()
+    assert not accum.optimizer_in_backward  # the recipe refuses accumulation with it
+    _, dist, _ = Job(model="meta-llama/Llama-3.1-8B", framework="torchtune", method="full",
+                     gpus=2, sharding="fsdp").resolve()
+    assert (dist.optimizer, dist.optimizer_in_backward) == ("adamw", False)
+
+
+def test_unsloth_offloads_checkpoints_only_from_512_tokens() -> None:
+    """apply_unsloth_gradient_checkpointing turns "unsloth" into plain checkpointing below a
+    max_seq_length of 512."""
+    def offload(seq: int) -> bool:
+        _, spec, _ = Job(model="meta-llama/Llama-3.1-8B", framework="unsloth",
+                         seq_len=seq).resolve()
+        return spec.checkpoint_offload and spec.grad_checkpointing
+    assert offload(512) and offload(4096) and not offload(511) and not offload(128)
+
+
+def test_axolotl_checkpoints_only_when_its_config_says_so() -> None:
+    """gradient_checkpointing defaults to False in axolotl's schema."""
+    _, spec, notes = Job(model="meta-llama/Llama-3.1-8B", framework="axolotl").resolve()
+    assert not spec.grad_checkpointing
+    assert any("grad_checkpointing=false" in n for n in notes)
+    _, spec, _ = Job(model="meta-llama/Llama-3.1-8B", framework="axolotl",
+                     grad_checkpointing=True).resolve()
+    assert spec.grad_checkpointing
+
+
+def test_conditions_in_the_file_are_read_and_one_row_holds_at_a_time() -> None:
+    rows = presets()["litgpt"]["grad_checkpointing"]
+    assert {r.when for r in rows} == {(("gpus", "=", "1"),), (("gpus", ">", "1"),)}
+    assert cited("litgpt", {"gpus": 1})["grad_checkpointing"].value is False
+    assert cited("litgpt", {"gpus": 8})["grad_checkpointing"].value is True
+    # qlora means an NF4 base whatever --quant says, as JobSpec rules
+    assert "quantize_head" in cited("litgpt", {"method": "qlora", "quant": "none"})
+    assert "quantize_head" not in cited("litgpt", {"method": "lora", "quant": "none"})
