@@ -99,8 +99,9 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
     from gpuscout.pipeline.measured.evidence import Evidence
     from gpuscout.pipeline.measured.usecases import compare
     from gpuscout.pipeline.recommend import recommend
-    from gpuscout.warehouse.queries import run_named
+    from gpuscout.warehouse.queries import check_filter_values, run_named
 
+    check_filter_values(con, providers=req.providers, region=req.region)
     now = now or req.now or now_utc()
     req = req.model_copy(update={"now": now})
     rec, error = None, None

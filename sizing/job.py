@@ -180,6 +180,7 @@ class Job(BaseModel):
     def resolve(self) -> tuple[Architecture, JobSpec, list[str]]:
         """The architecture, validated job and warnings (UserInputError on nonsense)."""
         from gpuscout.sizing.frameworks import fill
+        from gpuscout.sizing.limits import check_limits
         from gpuscout.sizing.types import JobSpec
 
         arch, warnings, model_quant = self._source()
@@ -195,6 +196,7 @@ class Job(BaseModel):
             fields["loss"] = "fused" if self.chunked_loss else "eager"
         fields, notes = fill(self.framework, fields)
         spec = JobSpec(**fields, variable_lengths=not self.packed)
+        check_limits(arch, spec)  # sizing/limits.py: a typo's values are refused by name
         if (self.framework in SDPA_PADDING_FRAMEWORKS and spec.variable_lengths
                 and spec.batch_size > 1 and spec.flash_attention and arch.arch == "decoder"):
             notes.append(PADDED_SDPA_NOTE)
