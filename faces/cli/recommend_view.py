@@ -108,7 +108,8 @@ def _span(value: float, low: float | None, high: float | None, ranges: bool) -> 
 
 
 def compact_lines(rec: Recommendation, width: int) -> list[str]:
-    """The header and one line per ranked offer, none wider than `width`."""
+    """The header and one line per ranked offer, none wider than `width` unless the figures
+    alone are (the ranges go first, then the short reason)."""
     for ranges in (True, False):
         rows = []
         for i, r in enumerate(rec.ranked, 1):
@@ -116,9 +117,10 @@ def compact_lines(rec: Recommendation, width: int) -> list[str]:
             usd = r.range.total_usd if r.range else None
             rows.append([str(i), r.provider, machine(r), sold_as(r.term_kind, r.min_term_hours),
                          f"{r.price_usd_per_gpu_hour:,.2f}",
-                         _span(r.expected_hours, hours and hours.low, hours and hours.high,
-                               ranges),
-                         _span(r.total_usd, usd and usd.low, usd and usd.high, ranges)])
+                         _span(r.expected_hours, hours.low if hours else None,
+                               hours.high if hours else None, ranges),
+                         _span(r.total_usd, usd.low if usd else None,
+                               usd.high if usd else None, ranges)])
         head = ["#", "provider", "GPU ×n ×machines", "term", "$/GPU-h", "hours", "total $"]
         widths = [max(len(c) for c in col) for col in zip(head, *rows, strict=True)]
         why_width = width - sum(widths) - len(GAP) * len(widths)
@@ -200,8 +202,8 @@ def explain_lines(rec: Recommendation, width: int) -> list[str]:
         if r.range is not None:
             h, t = r.range.expected_hours, r.range.total_usd
             hours += _bracket(h.low, h.high)
-            usd += _bracket(t.low, t.high)
-            usd += f" (range: {r.range.basis})"
+            usd += (f" ({t.low:,.2f}–{t.high:,.2f}: {r.range.basis})"
+                    if abs(t.high - t.low) >= 0.005 else f" (range: {r.range.basis})")
         parts = (f"compute {r.compute_usd:,.2f} + storage {cost_part(r, 'storage')} + "
                  f"egress {cost_part(r, 'egress')}")
         wrap(f"{hours}, {r.charged_hours:,.2f} h charged; {usd}: {parts}; "
@@ -332,7 +334,8 @@ def print_recommendation(rec: Recommendation, *, explain: bool, wide: bool = Fal
         from rich.console import Console
 
         Console(file=out.file, width=max(out.width, WIDE), force_terminal=out.is_terminal,
-                color_system=out.color_system, no_color=out.no_color).print(wide_table(rec))
+                color_system="auto" if out.color_system else None,
+                no_color=out.no_color).print(wide_table(rec))
     else:
         out.print(_title(rec), style="bold", highlight=False, markup=False)
         lines = compact_lines(rec, out.width)
