@@ -11,10 +11,13 @@ TORCH  ?= torch==2.13.0
 
 .PHONY: install install-probe demo test lint typecheck bench clean
 
+# -qq: errors only. The editable install maps folders onto gpuscout.* through an import hook,
+# which setuptools announces with a notice on every install; the data files are package data
+# (pyproject.toml), so nothing else is said unless it fails.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install -qq --upgrade pip
+	$(BIN)/python -m pip install -qq -e '.[$(EXTRAS)]'
 	touch $@
 
 install: $(VENV)/.installed

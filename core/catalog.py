@@ -64,7 +64,7 @@ class GpuSpec(BaseModel):
     family: str
     architecture: str
     name: str
-    vram_gb: float
+    vram_gb: float  # as sold, so binary: an "80GB" H100 holds 80 GiB (85.9 GB of 10⁹ bytes)
     memory_type: MemoryType
     mem_bandwidth_gbs: float | None
     form_factor: FormFactor
@@ -281,6 +281,25 @@ class Catalog:
         close = difflib.get_close_matches(key, list(self.gpus), n=5, cutoff=0.5)
         hint = f"; did you mean: {', '.join(close)}" if close else ""
         raise UserInputError(f"unknown GPU {text!r}{hint}")
+
+    def gpu_filter(self, text: str) -> str:
+        """A `--gpu` filter as the offers query takes it: a catalog id or its start at a
+        hyphen (`h100`, `a100-sxm`), lower case; a GPU's printed name (`NVIDIA A100-SXM4-80GB`)
+        becomes its id. A value that names no GPU is a UserInputError with the ids and
+        family starts closest to it."""
+        from gpuscout.core.suggest import did_you_mean
+
+        key = text.strip().lower()
+        if key and any(g == key or g.startswith(key + "-") for g in self.gpus):
+            return key
+        found = self.resolve("", text) if key else None
+        if isinstance(found, Resolved):
+            return found.gpu_id
+        starts = {"-".join(parts[:i]) for parts in (g.split("-") for g in self.gpus)
+                  for i in range(1, len(parts) + 1)}
+        raise UserInputError(f"--gpu {text!r} names no GPU in the catalog"
+                             f"{did_you_mean(key, starts, n=5)} (`gpuscout gpus` lists them; "
+                             f"a start such as h100 matches every variant)")
 
     def resolve(self, provider: str, label: str, vram_hint: float | None = None) -> Resolution:
         """Map a provider's GPU spelling or instance name to a canonical GPU, or say why not.

@@ -152,11 +152,12 @@ def offers_table(*, db: Path | str | None = None, gpu: str | None = None,
                  limit: int = 50) -> pa.Table:
     """`offers()` as an Arrow table (for pandas, polars or DuckDB)."""
     from gpuscout.warehouse.connection import connect
-    from gpuscout.warehouse.queries import offers_params, run_named
+    from gpuscout.warehouse.queries import check_filter_values, offers_params, run_named
 
     params = offers_params(gpu=gpu, min_vram=min_vram, max_price=max_price, spot=spot,
                            providers=providers, region=region, sort=sort, limit=limit)
     with connect(_db(db), read_only=True) as con:
+        check_filter_values(con, providers=providers, region=region)
         return run_named(con, "offers", params)
 
 
@@ -251,6 +252,7 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
     )
     from gpuscout.pipeline.recommend import recommend as run_recommend
     from gpuscout.warehouse.connection import connect
+    from gpuscout.warehouse.queries import check_filter_values
 
     the_job = _job(job, options)
     arch, spec, warnings = the_job.resolve_per_offer()
@@ -266,6 +268,7 @@ def recommend(job: Job | None = None, *, db: Path | str | None = None,
         max_usd=max_usd, min_reliability=min_reliability, framework=the_job.framework,
         correction=correction, pessimistic=pessimistic)
     with connect(_db(db), read_only=True) as con:
+        check_filter_values(con, providers=request.providers, region=request.region)
         rec = run_recommend(con, arch, spec, request)
     return rec.model_copy(update={"warnings": warnings})
 

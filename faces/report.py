@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -63,6 +64,21 @@ class ReportData:
     health: list[ProviderHealth] = field(default_factory=list)  # each provider at a glance
 
 
+# The rule, said once wherever a batch is shown (the CLI's recommend says the same).
+GLOBAL_BATCH = ("micro-batch × accumulation × data-parallel GPUs: every GPU of an offer, as "
+                "the recommendation spreads the job over all of them (DDP or ZeRO), so it grows "
+                "with the offer's GPUs")
+# Run statuses of providers that no longer sell (pipeline/refresh.py's ENDED): not stale.
+ENDED = ("retired", "no_public_prices")
+
+
+def job_line(job: dict[str, str]) -> str:
+    """The job the recommendation priced, in one line for the page's header."""
+    parts = [job.get("model"), job.get("method"), job.get("batch"),
+             f"{job['tokens']} tokens" if "tokens" in job else None]
+    return " · ".join(p for p in parts if p)
+
+
 def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dict[str, str]:
     """The job as the page states it, one line per aspect."""
     method = job.method + (f" (r={job.lora_rank}, {job.lora_targets})"
@@ -74,7 +90,9 @@ def describe_job(arch: Architecture, job: JobSpec, req: RecommendRequest) -> dic
         "base weights": base + (" + double quant" if job.quant == "nf4" and job.double_quant
                                 else ""),
         "tokens": f"{req.tokens:,}",
-        "batch": f"{job.batch_size} × {job.seq_len} tokens, grad accum {job.grad_accum}",
+        "batch": f"micro-batch {job.batch_size} × {job.seq_len:,} tokens per GPU, "
+                 f"accumulation {job.grad_accum}",
+        "global batch": GLOBAL_BATCH,
         "optimizer": job.optimizer + (", mixed precision" if job.mixed_precision else ""),
         "objective": f"{req.objective}, spot {req.spot}"
                      + (f", max {req.max_hours:g} h" if req.max_hours else "")
@@ -102,8 +120,9 @@ def load_report_data(con: duckdb.DuckDBPyConnection, arch: Architecture, job: Jo
     from gpuscout.pipeline.measured.evidence import Evidence
     from gpuscout.pipeline.measured.usecases import compare
     from gpuscout.pipeline.recommend import recommend
-    from gpuscout.warehouse.queries import run_named
+    from gpuscout.warehouse.queries import check_filter_values, run_named
 
+    check_filter_values(con, providers=req.providers, region=req.region)
     now = now or req.now or now_utc()
     req = req.model_copy(update={"now": now})
     rec, error = None, None
@@ -199,9 +218,13 @@ def vram_figure(rows: list[dict[str, Any]]) -> go.Figure:
                    xaxis_tickangle=-40, yaxis_autorange="reversed")
 
 
-def _discount(share: float) -> str:
-    # Spot can cost more than the cheapest on-demand offer elsewhere: then it is a markup.
-    return f"−{share:.0%}" if share >= 0 else f"+{-share:.0%}"
+def spot_label(share: float) -> str:
+    """Spot against on-demand, as a discount ("48 % off") or, where the cheapest spot offer
+    costs more than the cheapest on-demand one, as the premium it is ("119 % dearer")."""
+    pct = round(share * 100)
+    if pct == 0:
+        return "same price"
+    return f"{pct} % off" if pct > 0 else f"{-pct} % dearer"
 
 
 def spot_figure(rows: list[dict[str, Any]]) -> go.Figure:
@@ -216,8 +239,11 @@ def spot_figure(rows: list[dict[str, Any]]) -> go.Figure:
                               "cheapest of %{customdata[1]})<extra></extra>")),
         go.Bar(x=gpus, y=[r["spot_usd"] for r in rows], name="spot / interruptible",
                marker_color="#f58518",
-               text=[_discount(r["spot_discount"]) for r in rows], textposition="outside",
-               textfont={"size": 10}, constraintext="none", cliponaxis=False,
+               text=[spot_label(r["spot_discount"]) for r in rows], textposition="outside",
+               # a premium in red: spot costs more there than on-demand does
+               textfont={"size": 10, "color": ["#b8322a" if round(r["spot_discount"] * 100) < 0
+                                               else "#1d2330" for r in rows]},
+               constraintext="none", cliponaxis=False,
                customdata=[[r["spot_provider"], r["spot_offers"]] for r in rows],
                hovertemplate=("<b>%{x}</b> spot $%{y:.2f}/GPU-h (%{customdata[0]}, cheapest "
                               "of %{customdata[1]}), %{text}<extra></extra>")),
@@ -227,61 +253,151 @@ def spot_figure(rows: list[dict[str, Any]]) -> go.Figure:
                    legend={"orientation": "h", "y": 1.08, "x": 0})
 
 
-def freshness_figure(rows: list[dict[str, Any]]) -> go.Figure:
+# Bands of a price's age (its observed_at against the report's time). A nightly refresh keeps
+# prices a day old; past MAX_PRICE_AGE_DAYS a live price is no longer ranked.
+AGE_BANDS = (("fresh", "price at most a day old", "#54a24b"),
+             ("aging", "price 1 to {max:g} days old", "#eeca3b"),
+             ("old", "price over {max:g} days old (a live one is not ranked by default)",
+              "#e45756"),
+             ("none", "no current offers", "#b8bec9"),
+             ("ended", "retired or no public prices: no longer refreshed", "#8c93a1"))
+
+
+def age_band(row: dict[str, Any], max_age_days: float) -> str:
+    """fresh, aging, old (by the newest price's age), none (no offers) or ended (retired)."""
+    if row["last_status"] in ENDED:
+        return "ended"
+    age = row["price_age_days"]
+    if age is None:
+        return "none"
+    return "fresh" if age <= 1 else "aging" if age <= max_age_days else "old"
+
+
+def is_stale(row: dict[str, Any]) -> bool:
+    """Its last refresh failed and it keeps its last good prices; a provider that stopped
+    selling (retired) is not stale."""
+    return bool(row["stale"]) and row["last_status"] not in ENDED
+
+
+def freshness_figure(rows: list[dict[str, Any]], max_age_days: float) -> go.Figure:
+    """One bar per provider, its length the age of its newest current price, its colour that
+    age's band; hatched where the last refresh failed (stale: last good prices)."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    for stale, name, color in ((False, "last refresh ok", "#54a24b"),
-                               (True, "stale: last refresh failed", "#e45756")):
-        part = [r for r in rows if bool(r["stale"]) == stale]
-        if not part:
-            continue
-        fig.add_trace(go.Bar(
-            y=[r["provider"] for r in part], x=[r["price_age_days"] for r in part],
-            orientation="h", name=name, marker_color=color, showlegend=True,
-            text=[f"{r['price_age_days']:.0f} d" if r["price_age_days"] is not None
-                  else "no offers" for r in part], textposition="outside",
-            customdata=[[_utc(r["newest_observed_at"]) or "-",
-                         _utc(r["last_success_at"]) or "never", r["last_status"], r["offers"]]
-                        for r in part],
-            hovertemplate=("<b>%{y}</b>: newest price %{customdata[0]} (%{x:.1f} days old)<br>"
-                           "last refresh %{customdata[2]}, last success %{customdata[1]}<br>"
-                           "%{customdata[3]} current offers<extra></extra>"),
-        ))
+    for stale in (False, True):
+        for band, label, color in AGE_BANDS:
+            part = [r for r in rows if is_stale(r) == stale and age_band(r, max_age_days) == band]
+            if not part:
+                continue
+            name = label.format(max=max_age_days)
+            fig.add_trace(go.Bar(
+                y=[r["provider"] for r in part], x=[r["price_age_days"] or 0 for r in part],
+                orientation="h", name=f"stale (last refresh failed), {name}" if stale else name,
+                marker={"color": color, "pattern": {"shape": "/" if stale else ""}},
+                showlegend=True,
+                text=[f"{r['price_age_days']:.0f} d" if r["price_age_days"] is not None
+                      else "retired" if band == "ended" else "no offers" for r in part],
+                textposition="outside",
+                customdata=[[_utc(r["newest_observed_at"]) or "-",
+                             _utc(r["last_success_at"]) or "never", r["last_status"],
+                             r["offers"]] for r in part],
+                hovertemplate=("<b>%{y}</b>: newest price %{customdata[0]} (%{x:.1f} days "
+                               "old)<br>last refresh %{customdata[2]}, last success "
+                               "%{customdata[1]}<br>%{customdata[3]} current offers"
+                               "<extra></extra>"),
+            ))
     order = [r["provider"] for r in rows]  # freshest first, from the query
-    return _layout(fig, height=max(260, 26 * len(rows) + 110), barmode="overlay",
+    return _layout(fig, height=max(260, 26 * len(rows) + 130), barmode="overlay",
                    xaxis_title="age of the newest current price, days", xaxis_rangemode="tozero",
                    yaxis={"categoryorder": "array", "categoryarray": order[::-1]},
-                   legend={"orientation": "h", "y": 1.08, "x": 0})
+                   legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
 
 
 def _machine(row: RankedOffer) -> str:
     shape = f"{row.gpu_id} ×{row.gpus_per_node}"
-    return shape + (f" ×{row.nodes} nodes" if row.nodes > 1 else "")
+    return shape + (f" ×{row.nodes} machines" if row.nodes > 1 else "")
 
 
 def offer_label(rank: int, row: RankedOffer) -> str:
-    pricing = row.pricing_model.replace("_", "-")
-    return f"#{rank} {row.provider} · {_machine(row)} · {pricing}"
+    from gpuscout.pipeline.recommend.result import sold_as
+
+    term = sold_as(row.term_kind, row.min_term_hours)
+    return f"#{rank} {row.provider} · {_machine(row)} · {term}"
+
+
+def offer_labels(rows: list[RankedOffer]) -> list[str]:
+    """A label per ranked offer, no two alike: offers that read the same (one provider's
+    machine sold the same way, in two regions or two host sizes) get what sets them apart,
+    the region or the words of their keys that differ, so they never show as twin bars."""
+    labels = [offer_label(i, r) for i, r in enumerate(rows, 1)]
+    base = [label.split(" ", 1)[1] for label in labels]
+    for same in {b for b in base if base.count(b) > 1}:
+        group = [i for i, b in enumerate(base) if b == same]
+        regions = [rows[i].region or "-" for i in group]
+        if len(set(regions)) == len(group):
+            extra = regions
+        else:
+            words = [re.split(r"[|:/,\s]+", rows[i].offer_key) for i in group]
+            common = set.intersection(*(set(w) for w in words))
+            extra = [" ".join(w for w in ws if w not in common) or rows[i].offer_key
+                     for ws, i in zip(words, group, strict=True)]
+        for i, more in zip(group, extra, strict=True):
+            labels[i] += f" · {more}"
+    return labels
+
+
+# The parts of a run's cost, as the chart and the table show them.
+COST_PARTS = (("compute_usd", "compute (billed hours × price)", "#4c78a8"),
+              ("storage_usd", "persistent storage", "#72b7b2"),
+              ("egress_usd", "egress of the final weights", "#eeca3b"))
+
+
+def part_unknown(row: RankedOffer, key: str) -> bool:
+    """The offer's reasons say this part's price is unknown (so it is not in the total)."""
+    part = key.removesuffix("_usd")
+    return part != "compute" and any(x.startswith(f"{part} price unknown")
+                                     for x in row.reasons)
+
+
+def undrawn_parts(rec: Recommendation) -> list[str]:
+    """Why each part the cost chart leaves out is left out: its price unknown (not counted),
+    or under a cent for every offer."""
+    out = []
+    for key, name, _ in COST_PARTS:
+        unknown = sum(part_unknown(r, key) for r in rec.ranked)
+        if any(getattr(r, key) and not part_unknown(r, key) for r in rec.ranked):
+            continue
+        if unknown == len(rec.ranked):
+            out.append(f"{name}, its price unknown for every offer (not counted)")
+        elif unknown:
+            out.append(f"{name}, its price unknown for {unknown} of {len(rec.ranked)} offers "
+                       "(not counted) and under a cent for the others")
+        else:
+            out.append(f"{name}, under a cent for every offer")
+    return out
 
 
 def recommendation_figure(rec: Recommendation) -> go.Figure:
+    """The whole cost of each ranked offer, stacked by part; a part is drawn, and in the
+    legend, only where some offer has a known price for it."""
     import plotly.graph_objects as go
 
-    labels = [offer_label(i, r) for i, r in enumerate(rec.ranked, 1)]
-    parts = (("compute_usd", "compute (billed hours × price)", "#4c78a8"),
-             ("storage_usd", "persistent storage", "#72b7b2"),
-             ("egress_usd", "egress of the final weights", "#eeca3b"))
-    fig = go.Figure([go.Bar(
-        y=labels, x=[getattr(r, key) for r in rec.ranked], name=name, orientation="h",
-        marker_color=color,
-        customdata=[[r.total_usd, r.expected_hours] for r in rec.ranked],
-        hovertemplate=(f"%{{y}}<br>{name}: $%{{x:.2f}}<br>total $%{{customdata[0]:.2f}}, "
-                       f"%{{customdata[1]:.2f}} h expected<extra></extra>"),
-    ) for key, name, color in parts])
+    labels = offer_labels(rec.ranked)
+    fig = go.Figure()
+    for key, name, color in COST_PARTS:
+        values = [None if part_unknown(r, key) else getattr(r, key) for r in rec.ranked]
+        if not any(v for v in values):
+            continue
+        fig.add_trace(go.Bar(
+            y=labels, x=values, name=name, orientation="h", marker_color=color,
+            customdata=[[r.total_usd, r.expected_hours] for r in rec.ranked],
+            hovertemplate=(f"%{{y}}<br>{name}: $%{{x:.2f}}<br>total $%{{customdata[0]:.2f}}, "
+                           f"%{{customdata[1]:.2f}} h expected<extra></extra>"),
+        ))
     return _layout(fig, height=max(260, 34 * len(labels) + 120), barmode="stack",
                    xaxis_title="USD for the whole run", xaxis_tickprefix="$",
-                   yaxis_autorange="reversed",
+                   yaxis_autorange="reversed", showlegend=True,
                    legend={"orientation": "h", "y": 1.1, "x": 0, "traceorder": "normal"})
 
 
@@ -345,12 +461,13 @@ def _table(headers: list[str], rows: list[str], cls: str = "") -> str:
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _freshness_table(rows: list[dict[str, Any]]) -> str:
+def _freshness_table(rows: list[dict[str, Any]], max_age_days: float) -> str:
     body = []
     for r in rows:
-        status = "stale" if r["stale"] else r["last_status"]
+        status = "stale" if is_stale(r) else r["last_status"]
+        classes = f"{'stale ' if is_stale(r) else ''}age-{age_band(r, max_age_days)}"
         body.append(
-            f'<tr class="{"stale" if r["stale"] else ""}"><td>{_e(r["provider"])}</td>'
+            f'<tr class="{classes}"><td>{_e(r["provider"])}</td>'
             f"<td>{_e(status)}</td><td class=\"ts\">{_e(_utc(r['last_run_at']))}</td>"
             f"<td class=\"ts\">{_e(_utc(r['last_success_at']) or 'never')}</td>"
             f"{_num('offers', r['offers'], 'd')}"
@@ -412,29 +529,35 @@ def _recommendation_html(data: ReportData) -> str:
                      "that were rejected are listed below.</p>")
     else:
         top = rec.ranked[0]
+        per_hour = (f"${top.price_usd_per_order_hour:,.2f} per hour for the order of "
+                    f"{top.nodes} machines (${top.price_usd_per_machine_hour:,.2f} each)"
+                    if top.nodes > 1 else
+                    f"${top.price_usd_per_machine_hour:,.2f} per machine-hour")
         parts.append(
             f'<p class="verdict" data-field="best">Best: <b>{_e(offer_label(1, top))}</b>: '
-            f"<b>${top.total_usd:,.2f}</b> in total (compute ${top.compute_usd:,.2f} + "
-            f"storage ${top.storage_usd:,.2f} + egress ${top.egress_usd:,.2f}), "
+            f'<b data-field="best_total" data-value="{top.total_usd!r}">'
+            f"${top.total_usd:,.2f}</b> in total (compute ${top.compute_usd:,.2f} + storage "
+            f"{_usd_part(top, 'storage_usd')} + egress {_usd_part(top, 'egress_usd')}), "
             f"{top.expected_hours:,.2f} h expected, {top.charged_hours:,.2f} h charged at "
-            f"${top.price_usd_per_machine_hour:,.2f} per machine-hour "
-            f"({_e(sold_as(top.term_kind, top.min_term_hours))}).</p>")
+            f"{per_hour} ({_e(sold_as(top.term_kind, top.min_term_hours))}).</p>")
         parts.append(_chart("recommendation-cost", recommendation_figure(rec)))
+        if undrawn := undrawn_parts(rec):
+            parts.append(f'<p class="note" data-field="undrawn">Not drawn: '
+                         f"{_e('; '.join(undrawn))}.</p>")
         rows = []
         for i, r in enumerate(rec.ranked, 1):
             rows.append(
                 f'<tr class="offer" data-offer="{_e(r.offer_key)}"><td class="num">{i}</td>'
-                f"<td>{_e(r.provider)}</td><td>{_e(_machine(r))}"
+                f'<td>{_e(r.provider)}</td><td><span class="machine">{_e(_machine(r))}</span>'
                 f"<br><small>{_e(r.offer_key)}</small></td>"
                 f"<td>{_e(sold_as(r.term_kind, r.min_term_hours))}</td>"
                 f"<td>{_e(r.sharding)}</td>"
                 f"{_num('price_usd_per_machine_hour', r.price_usd_per_machine_hour, ',.2f')}"
-                f"<td>{_e(r.price_age_label)}</td>"
+                f"<td>{_unbroken_words(r.price_age_label)}</td>"
                 f"{_num('expected_hours', r.expected_hours, ',.2f')}"
                 f"{_num('charged_hours', r.charged_hours, ',.2f')}"
                 f"{_num('compute_usd', r.compute_usd, ',.2f')}"
-                f"{_num('storage_usd', r.storage_usd, ',.2f')}"
-                f"{_num('egress_usd', r.egress_usd, ',.2f')}"
+                f"{_part_cell(r, 'storage_usd')}{_part_cell(r, 'egress_usd')}"
                 f"{_num('total_usd', r.total_usd, ',.2f')}</tr>"
                 # the reasons get a full-width row of their own, under the numbers
                 f'<tr class="reasons"><td></td><td colspan="12">'
@@ -470,6 +593,24 @@ def _recommendation_html(data: ReportData) -> str:
         parts.append("<details><summary>Cheaper offers per hour that were rejected</summary>"
                      + _table(["provider", "offer", "$/h", "why not"], rows) + "</details>")
     return "".join(parts)
+
+
+def _unbroken_words(text: str) -> str:
+    """Text that wraps at its spaces only, never at a date's hyphens ("2026-08-" / "22")."""
+    return " ".join(f'<span class="nw">{_e(w)}</span>' for w in text.split())
+
+
+def _usd_part(row: RankedOffer, key: str) -> str:
+    return "unknown (not counted)" if part_unknown(row, key) else f"${getattr(row, key):,.2f}"
+
+
+def _part_cell(row: RankedOffer, key: str) -> str:
+    """A storage or egress cell: the figure, or "unknown" where the reasons say so (the raw
+    value, 0, still rides in data-value: it is what the total counts)."""
+    if not part_unknown(row, key):
+        return _num(key, getattr(row, key), ",.2f")
+    return (f'<td class="num unknown" data-field="{key}" data-value="{getattr(row, key)!r}" '
+            f'title="price unknown: not counted in the total">unknown</td>')
 
 
 def _runs_table(runs: list[Comparison]) -> str:
@@ -516,6 +657,10 @@ table.recommendation tr.offer td { border-bottom: none; padding-bottom: 1px; }
 table.recommendation tr.reasons td { color: var(--muted); font-size: 12px; padding-top: 0; }
 td.ts { white-space: nowrap; }
 tr.stale td { background: #fdecec; }
+tr.age-old td[data-field="price_age_days"] { color: #b8322a; font-weight: 600; }
+td.unknown { color: var(--muted); font-style: italic; }
+span.machine, span.nw { white-space: nowrap; }
+header p.priced { color: #fff; margin-top: 8px; }
 table.checklist td { text-align: center; } table.checklist td:first-child { text-align: left; }
 table.checklist td.unknown { color: var(--muted); }
 table.checklist td.stale { background: #fff4e0; }
@@ -539,16 +684,26 @@ def _plotly_script() -> str:
 
 def build_report(data: ReportData) -> str:
     """The whole page as one string: CSS, plotly.js, data and charts inline."""
+    from gpuscout.pipeline.recommend.request import MAX_PRICE_AGE_DAYS
+
     fresh = data.freshness
     offers = sum(r["offers"] for r in fresh)
-    stale = [r["provider"] for r in fresh if r["stale"]]
+    stale = [r["provider"] for r in fresh if is_stale(r)]
+    ended = [r["provider"] for r in fresh if r["last_status"] in ENDED]
+    old = [r for r in fresh if age_band(r, MAX_PRICE_AGE_DAYS) == "old"]
     gpus = {r["gpu_id"] for r in data.vram}
     newest = max((r["newest_observed_at"] for r in fresh if r["newest_observed_at"]),
                  default=None)
-    stats = "".join(f"<div><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in (
-        ("current offers", f"{offers:,}"), ("providers", len(fresh)),
-        ("stale providers", len(stale)), ("GPUs with on-demand offers", len(gpus)),
+    stats = "".join(f'<div data-stat="{_e(k)}"><b>{_e(v)}</b><span>{_e(k)}</span></div>'
+                    for k, v in (
+        ("current offers", f"{offers:,}"), ("providers", len(fresh) - len(ended)),
+        ("stale providers", len(stale)),
+        *((("retired providers", len(ended)),) if ended else ()),
+        (f"providers with prices over {MAX_PRICE_AGE_DAYS:g} days old", len(old)),
+        ("GPUs with on-demand offers", len(gpus)),
         ("newest price (UTC)", (_utc(newest) or "-")[:10])))
+    priced = (f'<p class="priced" data-field="job">Recommendation priced for: '
+              f"{_e(job_line(data.job))}</p>" if data.job.get("model") else "")
     when = _utc(data.generated_at)
     sections = [
         ("history", "Price per GPU-hour over time",
@@ -564,14 +719,19 @@ def build_report(data: ReportData) -> str:
          _chart("vram-price", vram_figure(data.vram)) if data.vram else _empty("VRAM prices")),
         ("spot", "Spot vs on-demand",
          "For GPUs sold both ways: the cheapest spot (interruptible, preemptible or bid) and "
-         "the cheapest on-demand offer per GPU-hour across providers, with spot's discount.",
+         "the cheapest on-demand offer per GPU-hour across providers, with spot's discount, or "
+         "its premium (in red) where the cheapest spot offer costs more than the cheapest "
+         "on-demand one.",
          _chart("spot-vs-on-demand", spot_figure(data.spot)) if data.spot
          else _empty("GPUs with both spot and on-demand offers")),
         ("freshness", "Freshness of each provider",
          "How old each provider's newest current price is (a replayed archive keeps its "
-         "capture time) and whether its last refresh succeeded; a stale provider keeps its "
-         "last good offers.",
-         (_chart("freshness", freshness_figure(fresh)) + _freshness_table(fresh)) if fresh
+         f"capture time), coloured by that age: green within a day, amber up to "
+         f"{MAX_PRICE_AGE_DAYS:g} days, red beyond; hatched where its last refresh failed (a "
+         "stale provider keeps its last good offers). A retired provider is grey, and not "
+         "stale.",
+         (_chart("freshness", freshness_figure(fresh, MAX_PRICE_AGE_DAYS))
+          + _freshness_table(fresh, MAX_PRICE_AGE_DAYS)) if fresh
          else _empty("refresh runs")),
         ("health", "Provider health",
          "Per provider: its last status and success, its last failure, refusal, drift or skip "
@@ -608,7 +768,7 @@ def build_report(data: ReportData) -> str:
         f"<title>gpuscout report {_e(when[:10] if when else '')}</title>"
         f"<style>{_CSS}</style>{_plotly_script()}</head><body>"
         f"<header><h1>gpuscout: GPU cloud offers</h1><p>Generated {_e(when)} UTC from "
-        f"{_e(data.source)}</p><div class=\"stats\">{stats}</div></header>"
+        f"{_e(data.source)}</p>{priced}<div class=\"stats\">{stats}</div></header>"
         f"<main>{body}</main><footer>gpuscout · prices in USD · every figure comes from the "
         "warehouse's views (current_offers, offer_history, provider_status) and "
         "gpuscout recommend</footer></body></html>\n")

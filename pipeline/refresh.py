@@ -41,6 +41,7 @@ from gpuscout.core.catalog import GPUS_CSV, Catalog, load_catalog
 from gpuscout.core.clock import now_utc
 from gpuscout.core.errors import FetchError, GpuscoutError, MissingCredentialsError, UserInputError
 from gpuscout.core.models import Offer, Reject
+from gpuscout.core.suggest import did_you_mean
 from gpuscout.pipeline.lifecycle import ProviderLifecycle, lifecycle
 from gpuscout.pipeline.normalize import USD_ONLY, normalize
 from gpuscout.pipeline.profiles import profiles_table
@@ -141,7 +142,8 @@ def resolve_providers(names: Sequence[str] | None) -> list[str]:
         return list(PROVIDERS)
     unknown = [n for n in names if n not in PROVIDERS]
     if unknown:
-        raise UserInputError(f"unknown provider {', '.join(unknown)}; "
+        raise UserInputError(f"unknown provider {', '.join(unknown)}"
+                             f"{did_you_mean(unknown[0], PROVIDERS)}; "
                              f"known: {', '.join(PROVIDERS)}")
     return list(dict.fromkeys(names))
 

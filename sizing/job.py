@@ -238,6 +238,7 @@ class Job(BaseModel):
     def resolve(self) -> tuple[Architecture, JobSpec, list[str]]:
         """The architecture, validated job and warnings (UserInputError on nonsense)."""
         from gpuscout.sizing.frameworks import fill
+        from gpuscout.sizing.limits import check_limits
         from gpuscout.sizing.types import JobSpec
 
         arch, warnings, model_quant = self._source()
@@ -260,6 +261,7 @@ class Job(BaseModel):
             if self.gpus > mp:
                 fields["sharding"] = "zero1"
         spec = JobSpec(**fields, variable_lengths=not fields.pop("packed"))
+        check_limits(arch, spec)  # sizing/limits.py: a typo's values are refused by name
         if (self.framework in SDPA_PADDING_FRAMEWORKS and spec.variable_lengths
                 and spec.batch_size > 1 and spec.flash_attention and arch.arch == "decoder"):
             notes.append(PADDED_SDPA_NOTE)
@@ -309,7 +311,7 @@ class Job(BaseModel):
         return arch, spec, warnings
 
 
-# The README's main job (`make demo`, the nightly report): QLoRA of Llama-3.1-8B, batch 4,
-# on 100 M tokens.
-MAIN_JOB = Job(model="meta-llama/Llama-3.1-8B", method="qlora", batch_size=4)
+# The job `gpuscout report` and the nightly report price unless told otherwise: Job's own
+# defaults (the same as estimate's and recommend's) on Llama-3.1-8B, 100 M tokens.
+MAIN_JOB = Job(model="meta-llama/Llama-3.1-8B")
 MAIN_JOB_TOKENS = 10**8

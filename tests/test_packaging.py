@@ -5,6 +5,8 @@ The wheel is built here, offline (no build isolation: setuptools comes from the 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -16,13 +18,51 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The wheel, and everything the build said (setuptools' warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
-                   check=True, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--verbose", "--no-deps",
+                           "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
+                          check=True, capture_output=True, text=True, timeout=300)
     (path,) = out.glob("gpuscout-*.whl")
-    return zipfile.ZipFile(path)
+    return path, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built: tuple[Path, str]) -> zipfile.ZipFile:
+    return zipfile.ZipFile(built[0])
+
+
+def test_the_build_does_not_mistake_data_folders_for_packages(built: tuple[Path, str]) -> None:
+    """Snapshots, CSVs and SQL are package data: setuptools has nothing to warn about (it
+    used to warn once per data folder, ~50 times, on every `make demo`)."""
+    log = built[1]
+    assert "Building wheel for gpuscout" in log or "Created wheel" in log  # the log is there
+    assert "absent from the `packages` configuration" not in log
+    assert "would be ignored" not in log
+
+
+def test_the_built_wheel_installs_offline_and_reads_its_data(built: tuple[Path, str],
+                                                            tmp_path: Path) -> None:
+    """`pip install` of the wheel alone, with no index, then the installed copy (not the
+    repository) reads its bundled data: the catalog, a snapshot manifest, a migration."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index",
+                    "--no-deps", "--target", str(target), str(built[0])],
+                   check=True, capture_output=True, text=True, timeout=300)
+    code = ("import gpuscout, json\n"
+            "from gpuscout.core.catalog import load_catalog\n"
+            "from gpuscout.adapters.registry import SNAPSHOTS_DIR\n"
+            "from gpuscout.warehouse.sqlfiles import QUERIES_DIR\n"
+            "print(json.dumps([gpuscout.__file__, len(load_catalog().gpus),"
+            " (SNAPSHOTS_DIR / 'aws' / 'manifest.json').is_file(),"
+            " (QUERIES_DIR / 'filter_values.sql').is_file()]))")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tmp_path, env=env, timeout=120)
+    where, gpus, manifest, query = json.loads(out.stdout.strip().splitlines()[-1])
+    assert Path(where).is_relative_to(target)  # the installed copy answered
+    assert gpus > 100 and manifest and query
 
 
 def test_only_gpuscout_is_installed(wheel: zipfile.ZipFile) -> None:

@@ -37,18 +37,60 @@ def offers_params(*, gpu: str | None = None, min_vram: float | None = None,
                   max_price: float | None = None, spot: bool | None = None,
                   providers: Sequence[str] | None = None, region: str | None = None,
                   sort: str = "gpu-hour", limit: int = 50) -> dict[str, Any]:
-    """The parameters of the `offers` query (None: no filter). A sort or limit it cannot take
-    is the user's error, raised before any warehouse is opened."""
+    """The parameters of the `offers` query (None: no filter). A sort or limit it cannot take,
+    or a GPU the catalog does not know, is the user's error, raised before any warehouse is
+    opened (`check_filter_values` checks the providers and region against the warehouse)."""
     if sort not in OFFER_SORTS:
         raise UserInputError(f"sort {sort!r} is not one of {'|'.join(OFFER_SORTS)}")
     if not 1 <= limit <= MAX_LIMIT:
         raise UserInputError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit}")
+    if gpu is not None:
+        from gpuscout.core.catalog import load_catalog
+
+        gpu = load_catalog().gpu_filter(gpu)
     return {
         "gpu": gpu, "min_vram": min_vram, "max_price": max_price,
         "pricing_model": None if spot is None else ("spot" if spot else "on_demand"),
         "providers": list(providers) if providers else None, "region": region, "sort": sort,
         "limit": limit,
     }
+
+
+def check_filter_values(con: duckdb.DuckDBPyConnection, *,
+                        providers: Sequence[str] | None = None,
+                        region: str | None = None) -> None:
+    """Providers and a region that this warehouse has, or one line naming the closest.
+
+    A provider is known once refreshed into the warehouse (a retired one too); a region
+    matches as the offers query matches it, a fragment of a region code or a geography. A
+    warehouse that holds neither kind yet has nothing to check against, and passes.
+    """
+    from gpuscout.core.suggest import did_you_mean
+
+    if not providers and region is None:
+        return
+    known: dict[str, set[str]] = {"provider": set(), "region": set(), "geography": set()}
+    for kind, value in con.execute(query("filter_values")).fetchall():
+        known[kind].add(value)
+    unknown = [p for p in providers or () if p not in known["provider"]]
+    if unknown and known["provider"]:
+        name = unknown[0]
+        raise UserInputError(
+            f"--provider {name!r}: no such provider in this warehouse"
+            f"{did_you_mean(name, known['provider'])} (`gpuscout providers` lists the "
+            f"{len(known['provider'])} it has; `gpuscout refresh --provider NAME` reads one "
+            "it has not refreshed)")
+    if region is None or not (known["region"] or known["geography"]):
+        return
+    needle = region.lower()  # as the query compares it
+    if needle.strip() and (needle in known["geography"]
+                   or any(needle in r.lower() for r in known["region"])):
+        return
+    geographies = ", ".join(sorted(known["geography"]))
+    raise UserInputError(
+        f"--region {region!r} matches no region code or geography of the current offers"
+        f"{did_you_mean(needle, known['region'] | known['geography'], n=5)} (geographies: "
+        f"{geographies}; or a fragment of a region code such as us-east)")
 
 
 def run_query(con: duckdb.DuckDBPyConnection, sql: str,

@@ -135,7 +135,8 @@ def offers(
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="canonical GPU id or its start: h100, h100-sxm, a100-sxm-80gb")] = None,
     min_vram: Annotated[float | None, typer.Option(
-        "--min-vram", help="minimum VRAM per GPU, GB", min=0)] = None,
+        "--min-vram", help="minimum VRAM per GPU as sold, GiB (80 for an H100)",
+        min=0)] = None,
     max_price: Annotated[float | None, typer.Option(
         "--max-price", help="maximum USD per GPU-hour", min=0)] = None,
     spot: Annotated[bool, typer.Option(
@@ -155,7 +156,7 @@ def offers(
     # The query `gpuscout.offers_table` runs, read without pyarrow or the API's models.
     from gpuscout.cli.output import render_rows
     from gpuscout.warehouse.connection import connect
-    from gpuscout.warehouse.queries import fetch_named, offers_params
+    from gpuscout.warehouse.queries import check_filter_values, fetch_named, offers_params
 
     if spot and on_demand:
         raise UserInputError("--spot and --on-demand exclude each other: give one (or neither "
@@ -164,18 +165,25 @@ def offers(
                            spot=True if spot else (False if on_demand else None),
                            providers=provider, region=region, sort=sort.value, limit=limit)
     with connect(_db(db), read_only=True) as con:
+        check_filter_values(con, providers=provider, region=region)
         columns, values = fetch_named(con, "offers", params)
     rows = [dict(zip(columns, v, strict=True)) for v in values]
+    title = f"{len(rows)} current offers"
     if format is Format.table:
         columns, rows = list(SHOWN_OFFER_COLUMNS.values()), [_shown_offer(r) for r in rows]
-    render_rows(columns, rows, format, title=f"{len(rows)} current offers")
+        title += " (n GPUs of GiB each, as sold; $/offer-h: all n GPUs)"
+    render_rows(columns, rows, format, title=title)
 
 
 # The columns `offers` prints as a table, and their headers.
+# n GPUs per offer, each with GiB of memory as sold (binary: an "80GB" H100 holds 80 GiB);
+# $/offer-h is one order of the offer, all its GPUs (a cluster's whole price where it is sold
+# as one).
 SHOWN_OFFER_COLUMNS = {
-    "provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "vram",
-    "interconnect": "link", "sold_as": "sold as", "price_usd_per_gpu_hour": "$/gpu-h",
-    "price_usd_per_hour": "$/h", "region": "region", "listings": "hosts", "availability": "avail",
+    "provider": "provider", "gpu_id": "gpu", "gpu_count": "n", "vram_gb": "GiB",
+    "interconnect": "link", "sold_as": "sold as", "price_usd_per_gpu_hour": "$/GPU-h",
+    "price_usd_per_hour": "$/offer-h", "region": "region", "listings": "hosts",
+    "availability": "avail",
     "interruption": "interrupt", "observed_at": "observed", "stale": "stale"}
 
 
@@ -323,11 +331,19 @@ def gpus(
     from gpuscout.cli.output import render
     from gpuscout.core.catalog import load_catalog
 
-    wide = format is not Format.table
-    rows = [g.model_dump(mode="json") if wide else g.model_dump(mode="json", include={
-        "canonical_id", "vram_gb", "memory_type", "form_factor", "bf16_dense_tflops",
-        "compute_capability"}) for g in load_catalog().gpus.values()]
-    render(pa.Table.from_pylist(rows), format, title=f"{len(rows)} GPUs")
+    if format is not Format.table:
+        rows = [g.model_dump(mode="json") for g in load_catalog().gpus.values()]
+        render(pa.Table.from_pylist(rows), format)
+        return
+    # VRAM as sold is binary: an "80GB" H100 holds 80 GiB, 85.9 GB of 10⁹ bytes (the unit of
+    # every estimate); the table says both.
+    rows = [{"canonical_id": g.canonical_id, "vram GiB": g.vram_gb,
+             "= GB": round(g.vram_gb * 2**30 / 1e9, 1), "memory_type": g.memory_type,
+             "form_factor": g.form_factor, "bf16_dense_tflops": g.bf16_dense_tflops,
+             "compute_capability": g.compute_capability}
+            for g in load_catalog().gpus.values()]
+    render(pa.Table.from_pylist(rows), format,
+           title=f"{len(rows)} GPUs (VRAM as sold, in GiB; estimates count GB of 10⁹ bytes)")
 
 
 @gpus_app.command("resolve")

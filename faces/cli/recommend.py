@@ -58,7 +58,11 @@ def recommend_command(
     provider: ProviderOpt = None, region: RegionOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 10,
     explain: Annotated[bool, typer.Option(
-        "--explain", help="also list cheaper offers that were rejected, and why")] = False,
+        "--explain", help="every reason under each offer, and the cheaper offers that were "
+                          "set aside, and why")] = False,
+    wide: Annotated[bool, typer.Option(
+        "--wide", help="the full table: prices per GPU, machine and order, price age, "
+                       "charged hours, ranges and every reason in columns")] = False,
     pessimistic: Annotated[bool, typer.Option(
         "--pessimistic", help="rank every offer at the slow end of its range (the "
                               "calibration's spread, narrowed by your runs)")] = False,
@@ -87,4 +91,4 @@ def recommend_command(
     if format is TableOrJson.json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=1, default=str))
     else:
-        print_recommendation(result, explain=explain)
+        print_recommendation(result, explain=explain, wide=wide, job=job)

@@ -37,8 +37,7 @@ from gpuscout.cli.run_options import (
 from gpuscout.sizing.job import MAIN_JOB, MAIN_JOB_TOKENS, Job
 
 
-@job_options(exclude=("gpus", "sharding"), method=MAIN_JOB.method,
-             batch_size=MAIN_JOB.batch_size)
+@job_options(exclude=("gpus", "sharding"))
 def report_command(
     job: Job,
     out: Annotated[Path, typer.Option(
@@ -65,8 +64,10 @@ def report_command(
     """Write a self-contained HTML report with charts: price history, $/VRAM-GB-hour, spot vs
     on-demand, provider freshness and a recommendation for a job with its cost breakdown.
 
-    The job defaults to QLoRA of meta-llama/Llama-3.1-8B, batch 4, on 1e8 tokens; --model,
-    --config or --params replace the model. The page needs no network to open.
+    The job is `recommend`'s: the same job options with the same defaults (LoRA, micro-batch
+    1), on meta-llama/Llama-3.1-8B and 1e8 tokens unless --model (or --config, --params) and
+    --tokens say otherwise; the page's header says which job it priced. The page needs no
+    network to open.
     """
     from gpuscout.pipeline.profiles import parse_requirements
     from gpuscout.pipeline.recommend import (

@@ -124,8 +124,8 @@ def _plain(value: Any) -> Any:
 
 @pytest.mark.parametrize("args", [
     [], ["--limit", "3"], ["--gpu", "h100", "--sort", "price"], ["--spot"],
-    ["--on-demand", "--max-price", "2", "--sort", "vram-hour"], ["-p", "civo", "--region", "us"],
-    ["--min-vram", "40", "--limit", "500"], ["--gpu", "no-such-gpu"],
+    ["--on-demand", "--max-price", "2", "--sort", "vram-hour"], ["-p", "civo", "--region", "eu"],
+    ["--min-vram", "40", "--limit", "500"], ["--gpu", "b200"],
 ])
 def test_offers_prints_the_rows_of_the_api(db: Path, args: list[str]) -> None:
     """The CLI reads the `offers` query without Arrow; the API reads it into Arrow."""

@@ -190,11 +190,13 @@ MARKS_JS = """
 
 def render_page(executable: str, url: str, screenshot: Path, workdir: Path, *,
                 width: int = 1280, timeout: float = 60.0,
-                marks_timeout: float = 30.0) -> dict[str, Any]:
+                marks_timeout: float = 30.0, read: str | None = None) -> dict[str, Any]:
     """Open `url`, wait (up to `marks_timeout`) for every chart's marks, save a full-page PNG.
 
-    Returns {"charts": [...], "problems": [...], "urls": [...], "log": path}; a chart that
-    never drew is returned with zero marks rather than raised, so the caller can say which.
+    Returns {"charts": [...], "problems": [...], "urls": [...], "log": path, "read": ...}; a
+    chart that never drew is returned with zero marks rather than raised, so the caller can
+    say which. `read`, a JavaScript expression, is evaluated once the charts have drawn and
+    its value (JSON) returned as "read": what the page shows, read back.
     """
     log = workdir / "chromium.log"
     browser = Chromium(executable, workdir / "profile", log)
@@ -221,6 +223,13 @@ def render_page(executable: str, url: str, screenshot: Path, workdir: Path, *,
             if all(c["svg"] or c["canvas"] for c in charts) or time.monotonic() > deadline:
                 break
             time.sleep(0.25)
+        values = None
+        if read is not None:
+            answer = browser.call("Runtime.evaluate", {
+                "expression": read, "returnByValue": True}, session=session)
+            if "exceptionDetails" in answer:
+                raise BrowserError(f"reading the page failed: {answer['exceptionDetails']}")
+            values = answer["result"].get("value")
         size = browser.call("Page.getLayoutMetrics", session=session)["cssContentSize"]
         shot = browser.call("Page.captureScreenshot", {
             "format": "png", "captureBeyondViewport": True,
@@ -232,6 +241,6 @@ def render_page(executable: str, url: str, screenshot: Path, workdir: Path, *,
         browser.call("Runtime.evaluate", {"expression": "1"}, session=session)
         events = [e for e in browser.events if e.get("sessionId") == session]
         return {"charts": charts, "problems": page_problems(events),
-                "urls": requested_urls(events), "log": log}
+                "urls": requested_urls(events), "log": log, "read": values}
     finally:
         browser.close()

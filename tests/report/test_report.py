@@ -20,10 +20,12 @@ from gpuscout.pipeline.recommend import Recommendation, RecommendRequest, recomm
 from gpuscout.pipeline.refresh import Source, refresh
 from gpuscout.report import (
     CHARTS,
+    COST_PARTS,
     SECTIONS,
     ReportData,
     build_report,
     load_report_data,
+    part_unknown,
     publish_report,
 )
 from gpuscout.sizing.job import MAIN_JOB, MAIN_JOB_TOKENS, Job
@@ -116,9 +118,12 @@ def test_recommendation_numbers_match_recommend(bundled_db: Path,
     _assert_matches(bundled_report, rec)
     tree = _tree(bundled_report)
     assert f"${rec.ranked[0].total_usd:,.2f}" in _text(tree, "#recommendation .verdict")
-    # the cost chart draws the same breakdown
+    # the cost chart draws the same breakdown, and only the parts with a price (the bundled
+    # providers publish no storage price: that part is "unknown", not a bar of $0.00)
     data = _plot_data(tree, "recommendation-cost")
-    assert [t["name"].split(" ")[0] for t in data] == ["compute", "persistent", "egress"]
+    drawn = [name for key, name, _ in COST_PARTS
+             if any(getattr(r, key) and not part_unknown(r, key) for r in rec.ranked)]
+    assert [t["name"] for t in data] == drawn and drawn[0].startswith("compute")
     assert data[0]["x"] == [r.compute_usd for r in rec.ranked]
     # managed fine-tuning beside the rented offers, and the price notes (replayed captures)
     managed = tree.css("#recommendation table.managed tr.managed")
