@@ -354,10 +354,10 @@ COST_PARTS = (("compute_usd", "compute (billed hours × price)", "#4c78a8"),
 
 
 def part_unknown(row: RankedOffer, key: str) -> bool:
-    """The offer's reasons say this part's price is unknown (so it is not in the total)."""
+    """This part's price is unknown for the offer (so it is not in the total, only in its
+    range)."""
     part = key.removesuffix("_usd")
-    return part != "compute" and any(x.startswith(f"{part} price unknown")
-                                     for x in row.reasons)
+    return any(c.what == part and c.state == "unknown" for c in row.charges)
 
 
 def undrawn_parts(rec: Recommendation) -> list[str]:

@@ -253,6 +253,15 @@ def _range(row: RankedOffer, what: str) -> str:
     return f"\n({r.low:,.2f}–{r.high:,.2f})"
 
 
+_URL = re.compile(r"https?://([^/\s,;)]+)[^\s,;)]*")
+
+
+def cited_by_host(reason: str) -> str:
+    """A reason with each source URL cut to its host: the table's column is too narrow for a
+    whole URL, which --explain and --format json print in full."""
+    return _URL.sub(lambda m: m.group(1), reason)
+
+
 def wide_table(rec: Recommendation) -> Table:
     from rich.table import Table
 
@@ -261,7 +270,8 @@ def wide_table(rec: Recommendation) -> Table:
     rows = [(str(i), row.provider, _shape(row), sold_as(row.term_kind, row.min_term_hours),
              _prices(row), row.price_age_label,
              f"{row.expected_hours:.2f}" + _range(row, "hours"), f"{row.charged_hours:,.2f}",
-             f"{row.total_usd:,.2f}" + _range(row, "usd"), "\n".join(row.reasons))
+             f"{row.total_usd:,.2f}" + _range(row, "usd"),
+             "\n".join(map(cited_by_host, row.reasons)))
             for i, row in enumerate(rec.ranked, 1)]
     table = Table(title=_title(rec), header_style="bold", show_lines=True)
     for j, head in enumerate(heads):
@@ -287,7 +297,7 @@ def managed_table(rec: Recommendation) -> Table:
     for q in rec.managed:
         versus = "" if not best else f"{q.cost_usd / best:.1f}×"
         table.add_row(q.service, q.method, f"{q.row.usd_per_million_training_tokens:.2f}",
-                      f"{q.cost_usd:,.2f}", versus, "\n".join(q.notes))
+                      f"{q.cost_usd:,.2f}", versus, "\n".join(map(cited_by_host, q.notes)))
     return table
 
 
@@ -321,7 +331,13 @@ def _notes(out: Console, lines: Sequence[str]) -> None:
         for text in textwrap.wrap(note, width=max(out.width, 40), initial_indent="- ",
                                   subsequent_indent="  ", break_long_words=False,
                                   break_on_hyphens=False):
-            out.print(text, highlight=False, markup=False, no_wrap=True)
+            _line(out, text)
+
+
+def _line(out: Console, text: str, style: str | None = None) -> None:
+    """A line already wrapped at words. One longer than the console is a single word (a
+    source's URL): printed whole for the terminal to wrap, never cropped or cut."""
+    out.print(text, style=style, highlight=False, markup=False, soft_wrap=True)
 
 
 def print_recommendation(rec: Recommendation, *, explain: bool, wide: bool = False,
@@ -345,7 +361,7 @@ def print_recommendation(rec: Recommendation, *, explain: bool, wide: bool = Fal
         if explain and rec.ranked:
             out.print()
             for text in explain_lines(rec, out.width):
-                out.print(text, highlight=False, markup=False, no_wrap=True)
+                _line(out, text)
             out.print()
     summary = [UNITS, per_hour_line(rec)] if rec.ranked else [UNITS]
     summary += [batch_line(rec, job),
@@ -368,4 +384,4 @@ def print_recommendation(rec: Recommendation, *, explain: bool, wide: bool = Fal
         hint = ("--explain: every reason under each offer and the cheaper offers set aside; "
                 "--wide: the full table; --format json: everything")
         for text in textwrap.wrap(hint, width=max(out.width, 40), break_long_words=False):
-            out.print(text, style="dim", highlight=False, markup=False, no_wrap=True)
+            _line(out, text, style="dim")
