@@ -34,6 +34,8 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED = {"memory", "temp", "system", "main"}
 # The registered Arrow dataset the temporary `sealed_versions` view reads.
 _SEALED_ARROW = "gpuscout_sealed_segments"
+# Publishes back to back, each landing inside one ATTACH, are what it would take to use these up.
+_ATTACH_TRIES = 20
 
 
 def alias(real: Path) -> str:
@@ -48,10 +50,7 @@ def open_reader(real: Path, *, allow_files: bool = False,
     con = duckdb.connect(":memory:", config=safe_config())
     try:
         name = alias(real)
-        try:
-            con.execute(f'ATTACH $1 AS "{name}" (READ_ONLY)', [str(real)])
-        except duckdb.Error as exc:
-            raise DataError(f"cannot open warehouse {real}: {_first_line(exc)}") from exc
+        _attach_one_file(con, real, name)
         con.execute(f'USE "{name}"')
         if write_to is not None:
             con.execute("SET allowed_directories = $1", [[str(write_to) + os.sep]])
@@ -62,6 +61,35 @@ def open_reader(real: Path, *, allow_files: bool = False,
         con.close()
         raise
     return con
+
+
+def _attach_one_file(con: duckdb.DuckDBPyConnection, real: Path, name: str) -> None:
+    """ATTACH the file at `real` as one file. DuckDB opens the path twice (its headers, then
+    its blocks), so a publish that renames a new file over it between the two would pair one
+    file's headers with the other's blocks. A publish only ever puts a new file at the path,
+    so the same file before and after the ATTACH means both opens read it; otherwise the
+    ATTACH is undone and tried again on the file now published."""
+    for _ in range(_ATTACH_TRIES):
+        before = _identity(real)
+        try:
+            con.execute(f'ATTACH $1 AS "{name}" (READ_ONLY)', [str(real)])
+        except duckdb.Error as exc:
+            if _identity(real) == before:
+                raise DataError(f"cannot open warehouse {real}: {_first_line(exc)}") from exc
+            continue  # replaced while opening: the error was the race, not the file
+        if _identity(real) == before:
+            return
+        con.execute(f'DETACH "{name}"')
+    raise DataError(f"the warehouse {real} was replaced {_ATTACH_TRIES} times while it was "
+                    "being opened; try again")
+
+
+def _identity(real: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
 
 
 def _read_sealed_from_arrow(con: duckdb.DuckDBPyConnection, real: Path, *,
