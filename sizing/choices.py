@@ -18,6 +18,12 @@ Framework = Literal["hf", "trl", "axolotl", "unsloth", "torchtune", "litgpt", "l
                     "ms-swift"]
 Loss = Literal["eager", "chunked", "fused", "cce"]
 Nf4Backend = Literal["bitsandbytes", "torchao"]
+# Between the GPUs of one machine (sizing/collectives.py): NVLink bridges or a direct mesh, an
+# NVSwitch board, AMD's Infinity Fabric mesh, PCIe with peer-to-peer, or PCIe through host
+# memory (consumer cards, whose driver refuses peer-to-peer)
+Interconnect = Literal["nvlink", "nvswitch", "xgmi", "pcie", "pcie-no-p2p"]
+# Between machines
+Network = Literal["infiniband", "roce", "efa", "ethernet"]
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -31,4 +37,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "framework": Framework.__args__,  # type: ignore[attr-defined]
     "loss": Loss.__args__,  # type: ignore[attr-defined]
     "nf4_backend": Nf4Backend.__args__,  # type: ignore[attr-defined]
+    "interconnect": Interconnect.__args__,  # type: ignore[attr-defined]
+    "network": Network.__args__,  # type: ignore[attr-defined]
 }

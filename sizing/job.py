@@ -20,9 +20,11 @@ from gpuscout.sizing.choices import (
     CHOICES,
     Dtype,
     Framework,
+    Interconnect,
     LoraTargets,
     Loss,
     Method,
+    Network,
     Nf4Backend,
     Offload,
     Optimizer,
@@ -31,7 +33,9 @@ from gpuscout.sizing.choices import (
 )
 
 if TYPE_CHECKING:  # the model modules load data; keep them off the CLI's start-up path
+    from gpuscout.core.catalog import GpuSpec
     from gpuscout.sizing.architectures import Architecture
+    from gpuscout.sizing.collectives import Topology
     from gpuscout.sizing.types import JobSpec
 
 
@@ -47,6 +51,10 @@ PADDED_SDPA_NOTE = (
     "square, with no causal blocks skipped, while this time counts causal FlashAttention. "
     "Pack the data (--packed) or load the model with attn_implementation='flash_attention_2' "
     "to get it")
+
+
+# The placement of the job's GPUs: the time model's, not the JobSpec's (sizing/collectives.py)
+PLACEMENT_FIELDS = ("interconnect", "network", "network_gbps")
 
 
 class Job(BaseModel):
@@ -164,6 +172,22 @@ class Job(BaseModel):
     sharding: Sharding = Field(
         default="none",
         description="none|ddp|zero1|zero2|zero3|fsdp (estimate; recommend picks per offer)")
+    overlap_comm: bool | None = Field(
+        default=None,
+        description="DeepSpeed overlap_comm: reduce gradients beside backward (default: "
+                    "DeepSpeed's, on for ZeRO-3 only)")
+    interconnect: Interconnect | None = Field(
+        default=None,
+        description="nvlink|nvswitch|xgmi|pcie|pcie-no-p2p between the GPUs of a machine "
+                    "(estimate; default: the GPU's, consumer cards without peer-to-peer)")
+    network: Network | None = Field(
+        default=None,
+        description="infiniband|roce|efa|ethernet between machines beyond 8 GPUs (estimate; "
+                    "default infiniband)")
+    network_gbps: float | None = Field(
+        default=None, gt=0,
+        description="Gb/s per machine between machines, all NICs (estimate; default 400 per "
+                    "GPU, the HGX reference)")
 
     @field_validator(*CHOICES, mode="before")
     @classmethod
@@ -184,7 +208,7 @@ class Job(BaseModel):
 
         arch, warnings, model_quant = self._source()
         fields = self.model_dump(exclude={"model", "config", "params", "packed", "framework",
-                                          "chunked_loss", "online"})
+                                          "chunked_loss", "online", *PLACEMENT_FIELDS})
         if self.quant is None:
             if model_quant is not None and self.method == "full":
                 raise UserInputError(f"{self.model} is a {model_quant} checkpoint, whose base "
@@ -199,6 +223,15 @@ class Job(BaseModel):
                 and spec.batch_size > 1 and spec.flash_attention and arch.arch == "decoder"):
             notes.append(PADDED_SDPA_NOTE)
         return arch, spec, [*warnings, *notes]
+
+    def placement(self, gpu: GpuSpec) -> Topology | None:
+        """Where the job's GPUs sit on `gpu` machines, and what joins them (None: one GPU)."""
+        from gpuscout.sizing.collectives import topology
+
+        if self.gpus <= 1:
+            return None
+        return topology(gpu, self.gpus, interconnect=self.interconnect, network=self.network,
+                        network_gbps=self.network_gbps)
 
     def architecture(self) -> tuple[Architecture, list[str]]:
         """Exactly one of model, config, params picks the architecture."""

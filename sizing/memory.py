@@ -66,6 +66,11 @@ ADAM8BIT_STATE_BYTES = 2 * (1 + FP32 / 2048)
 # the same 10–12 GB for Qwen-7B and Qwen-14B, in bf16, GPTQ or NF4: it does not follow weights.
 FRAGMENTATION = 0.15
 
+# What a job may use of a card: 95 % of its memory (sold in GiB: an "80GB" card holds 80 GiB).
+# The estimate already holds the CUDA context; this margin covers driver/ECC reservations and
+# run-to-run variance of the caching allocator (the calibration's errors are of this order).
+VRAM_HEADROOM = 0.95
+
 # CUDA context + cuBLAS/cuDNN handles outside the allocator: 0.3–2 GiB depending on driver,
 # GPU and lazy module loading; HF's "model memory anatomy" measures 1,343 MB on a V100.
 CUDA_CONTEXT_GB = 1.0
@@ -609,6 +614,7 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
     training_time = allocated - terms["weights_frozen"] - terms["weights_trainable"]
     reserve = training_time * FRAGMENTATION / (1 - FRAGMENTATION)
     stale = stale_loss_bytes(arch, job)
+    margin = {"fragmentation": reserve, "stale_loss_segments": stale}
     if vram_gb is not None:
         # The allocator frees cached blocks and retries before it reports out-of-memory, so the
         # cache cannot push the pool past the device (PyTorch CUDA semantics docs).
@@ -632,7 +638,14 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
 
     notes += _notes(arch, job, dt, pt)
     total = arch.total_params + (pt if job.is_peft else 0)
+    need = allocated + CUDA_CONTEXT_GB * GB
+    usable = usable_gb(vram_gb) if vram_gb is not None else None
+    with_margin = (need + sum(margin.values())) / GB
     return MemoryEstimate(
+        need_gb_per_gpu=round(need / GB, 3),
+        margin_gb={k: round(v / GB, 3) for k, v in margin.items() if v},
+        usable_gb_per_gpu=None if usable is None else round(usable, 3),
+        fits_with_margin=None if usable is None else with_margin <= usable,
         peak_gb_per_gpu=round(peak / GB, 3),
         allocated_gb=round(allocated / GB, 3),
         reserved_gb=round((allocated + reserve + stale) / GB, 3),
@@ -640,9 +653,35 @@ def memory_estimate(arch: Architecture, job: JobSpec, dtype: Dtype | None = None
         trainable_params=pt,
         total_params=total,
         host_ram_gb=round(host / GB, 3),
-        fits=None if vram_gb is None else peak <= vram_gb * GIB,
+        fits=None if usable is None else need / GB <= usable,
         notes=notes,
     )
+
+
+def usable_gb(vram_gb: float) -> float:
+    """GB (10^9 bytes) a job may use of a card of `vram_gb` GiB (VRAM_HEADROOM)."""
+    return vram_gb * GIB / GB * VRAM_HEADROOM
+
+
+def fit_verdict(m: MemoryEstimate, where: str = "per GPU") -> str | None:
+    """The one fit line every face prints: what the job needs of what the card gives, and
+    whether the allocator's margin (fragmentation, stale loss segments) fits too. The verdict
+    is on what the job needs: the caching allocator gives its cache back and retries before it
+    fails (PyTorch CUDA semantics docs), so its margin costs time, not the run."""
+    if m.usable_gb_per_gpu is None or m.fits is None:
+        return None
+    margin = sum(m.margin_gb.values())
+    head = (f"{'fits' if m.fits else 'does not fit'}: needs {m.need_gb_per_gpu:,.1f} of "
+            f"{m.usable_gb_per_gpu:,.1f} GB usable {where}")
+    if not m.fits or not margin:
+        return head
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:,.1f} GB" for k, v in m.margin_gb.items())
+    total = m.need_gb_per_gpu + margin
+    if m.fits_with_margin:
+        return f"{head}; with the allocator's margin ({parts}) {total:,.1f} GB, within it too"
+    return (f"{head} on its tensors; with the allocator's margin ({parts}) it would hold "
+            f"{total:,.1f} GB, more than the card: the allocator gives back cached segments "
+            f"and retries, which slows steps")
 
 
 def _foreach_step_bytes(terms: dict[str, float], all_gradients: float, job: JobSpec,
@@ -672,6 +711,12 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     if uses_kbit_upcast(job):
         out.append("prepare_model_for_kbit_training casts embeddings, LM head and norms to "
                    "fp32, so the hidden states and activations run in fp32 too")
+    elif (job.quant in ("nf4", "int8") and job.upcast_non_quantized
+          and job.sharding in ("zero3", "fsdp")):
+        out.append("sharded k-bit base: FSDP and ZeRO-3 keep one dtype per flattened unit, so "
+                   "PEFT's k-bit preparation is skipped (TRL) and embeddings, head, norms and "
+                   "hidden states stay 16-bit: less memory traffic per token than the one-GPU "
+                   "default, which --no-upcast-non-quantized times the same way")
     if job.grad_checkpointing:
         out.append("gradient checkpointing: one block input kept per layer, one block "
                    "recomputed at a time")

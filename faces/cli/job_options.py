@@ -37,6 +37,7 @@ FLAGS = {
     "train_embeddings": "--train-embeddings/--no-train-embeddings",
     "upcast_non_quantized": "--upcast-non-quantized/--no-upcast-non-quantized",
     "online": "--online/--offline",
+    "overlap_comm": "--overlap-comm/--no-overlap-comm",
 }
 
 

@@ -34,8 +34,8 @@ from gpuscout.cli.run_options import (
 from gpuscout.sizing.job import MAIN_JOB, MAIN_JOB_TOKENS, Job
 
 
-@job_options(exclude=("gpus", "sharding"), method=MAIN_JOB.method,
-             batch_size=MAIN_JOB.batch_size)
+@job_options(exclude=("gpus", "sharding", "interconnect", "network", "network_gbps"),
+             method=MAIN_JOB.method, batch_size=MAIN_JOB.batch_size)
 def report_command(
     job: Job,
     out: Annotated[Path, typer.Option(
