@@ -55,6 +55,7 @@ PADDED_SDPA_NOTE = (
 
 # The placement of the job's GPUs: the time model's, not the JobSpec's (sizing/collectives.py)
 PLACEMENT_FIELDS = ("interconnect", "network", "network_gbps")
+MAX_NETWORK_GBPS = 1e5
 
 
 class Job(BaseModel):
@@ -185,7 +186,7 @@ class Job(BaseModel):
         description="infiniband|roce|efa|ethernet between machines beyond 8 GPUs (estimate; "
                     "default infiniband)")
     network_gbps: float | None = Field(
-        default=None, gt=0,
+        default=None,
         description="Gb/s per machine between machines, all NICs (estimate; default 400 per "
                     "GPU, the HGX reference)")
 
@@ -200,6 +201,15 @@ class Job(BaseModel):
             raise UserInputError(f"--{info.field_name.replace('_', '-')} {value!r} is not one "
                                  f"of {'|'.join(allowed)}")
         return v
+
+    @field_validator("network_gbps")
+    @classmethod
+    def _positive_rate(cls, value: float | None) -> float | None:
+        # one machine's NICs: the largest sold carry 8 × 800 Gb/s; 1e5 leaves room, not typos
+        if value is not None and not 0 < value <= MAX_NETWORK_GBPS:
+            raise UserInputError(f"--network-gbps must be above 0 and at most "
+                                 f"{MAX_NETWORK_GBPS:,.0f} (Gb/s per machine), got {value:g}")
+        return value
 
     def resolve(self) -> tuple[Architecture, JobSpec, list[str]]:
         """The architecture, validated job and warnings (UserInputError on nonsense)."""

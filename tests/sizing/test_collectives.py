@@ -74,6 +74,9 @@ def test_several_machines_assume_the_hgx_network_and_say_so() -> None:
     assert given.network == "efa" and not any("Gb/s" in a for a in given.assumed)
     with pytest.raises(UserInputError, match="has no NVLink"):
         topology(CAT.gpu("rtx-4090-24gb"), 2, interconnect="nvlink")
+    for bad in (-5.0, 0.0, float("nan"), 1e7):
+        with pytest.raises(UserInputError, match="--network-gbps must be above 0"):
+            Job(model="meta-llama/Llama-3.1-8B", network_gbps=bad)
 
 
 def test_ring_bandwidth_is_its_slowest_hop_at_its_achievable_share() -> None:
