@@ -109,6 +109,38 @@ bottleneck adapter).
 
 """
 
+_COMMUNICATION = """
+
+## Communication on real links (this revision)
+
+Several GPUs now time the collectives each sharding issues on the links they run on
+(`sizing/collectives.py`, figures in `sizing/data/links.csv`, a source per row, none from a
+fine-tuning benchmark): NCCL's ring with its latency model and protocol choice, at the achievable
+bandwidth of the slowest hop; DDP's bucketed all-reduce beside backward; DeepSpeed ZeRO-1/2's
+reduce-scatter (on the compute stream at DeepSpeed's default, beside backward with
+`overlap_comm`) and post-step all-gather; ZeRO-3's per-module fetches and FSDP's per-layer
+gathers, in forward and again in backward, each beside the layer before, with PEFT's LoRA
+matrices as FSDP units of their own. `estimate` and the recommendation call the same function.
+A sharded GPU also reads every gathered weight on each pass (the weight floor was divided by the
+GPU count; it binds none of these rows, so it moved none). Two readings of the rows follow the
+same rules: Qwen's DeepSpeed configs turn `overlap_comm` on (finetune/ds_config_zero2.json and
+ds_config_zero3.json at af22d5e), and a row that states its machines ("2 nodes x 2 GPUs", row
+95) is placed on them, with the network between them assumed.
+
+What it did (tokens/s measured, before → now): only the multi-GPU rows moved, all of them
+slower. Qwen-7B full fine-tuning on 2 A100s under ZeRO-2 (rows 93–94; 1,024 and 3,641) 3,752 →
+3,617 and 6,527 → 6,422, the weights' all-gather after each step exposed (with DeepSpeed's
+default `overlap_comm` off they would be 2,946 and 5,833); Qwen-7B LoRA on 2 × 2 A100s (row 95;
+7,085) 13,792 → 13,673; Qwen-72B LoRA on 4 A100s under ZeRO-3 at 512 tokens (row 104; 799) 1,601
+→ 1,518, its 143 GB of frozen weights gathered twice per micro-batch beside 1.3 s of compute;
+StarCoder FSDP on 8 A100s (row 61; 2,023) 14,250 → 14,149; the NeMo 70B, Granite FSDP/ZeRO-3 and
+trainer-test FSDP rows (73–75, 111–117) by under 0.3 %. Memory is unchanged (what a job needs,
+its margin and the verdict are new fields beside the measured peak). Summary figures: tokens/s
+median 21.9 % and 40 of 76 within ±30 % before and after; memory 7.8 % and 89 % before and after.
+The regime these changes are for — sharded PCIe runs without NVLink at micro-batch 1–2, where
+the collectives bind — has no row in this file.
+"""
+
 _WEAK = """
 
 ## What the memory model counts, and why (changes of this revision)
@@ -443,7 +475,7 @@ def main(argv: list[str] | None = None) -> None:
         with MEASUREMENTS_CSV.open(newline="", encoding="utf-8") as f:
             sources = {i: r["source"] for i, r in enumerate(csv.DictReader(f))}
         presets = preset_check.render(sources)
-        REPORT.write_text(header + table + "\n\n" + presets + "\n" + _WEAK,
+        REPORT.write_text(header + table + _COMMUNICATION + "\n\n" + presets + "\n" + _WEAK,
                           encoding="utf-8")
         print(f"\nwrote {REPORT}")
 

@@ -175,27 +175,55 @@ def offers(*, db: Path | str | None = None, gpu: str | None = None,
 
 
 def estimate(job: Job | None = None, *, gpu: str | None = None, tokens: float | None = None,
-             correction: bool = True, db: Path | str | None = None,
+             correction: bool = True, db: Path | str | None = None, offer: str | None = None,
              **options: Any) -> Estimate:
     """Peak memory per GPU with a breakdown, and with `gpu` the tokens/s and (with `tokens`)
     the hours of one job, with their range (`uncertainty`). With `correction`, the user's own
     runs of the same GPU, framework and method stored in `db` (`gpuscout.runs.add`) correct
-    them (`correction` says by how many runs and how much). `options` are `Job`'s fields:
-    model=..., method=..., ..."""
+    them (`correction` says by how many runs and how much). `offer` ("PROVIDER:KEY", a current
+    offer in `db`) takes the GPU, the GPUs per machine and the links between them from that
+    offer, as the recommendation does. `options` are `Job`'s fields: model=..., method=..."""
     from gpuscout.pipeline.measured import estimate_job, load_evidence
     from gpuscout.pipeline.measured.evidence import Evidence
     from gpuscout.pipeline.recommend.request import MAX_TOKENS
 
     the_job = _job(job, options)
+    placement, offer_notes = None, []
+    if offer is not None:
+        gpu, placement, offer_notes = _offer_placement(the_job, gpu, offer, db)
     gpu_spec = _gpu(gpu) if gpu else None
     if tokens is not None and not 1 <= tokens <= MAX_TOKENS:  # NaN fails both comparisons
         raise UserInputError(f"--tokens must be between 1 and {MAX_TOKENS:.0e}, got {tokens:g}")
     evidence, notes = (load_evidence(_db(db)) if correction and gpu_spec is not None
                        else (Evidence.none(), []))
     est = estimate_job(the_job, gpu_spec, int(tokens) if tokens else None, evidence,
-                       correction=correction)
+                       correction=correction, placement=placement)
     extra = ["--tokens needs --gpu to turn into hours"] if tokens is not None and not gpu else []
-    return est.model_copy(update={"notes": [*extra, *est.notes, *notes]})
+    return est.model_copy(update={"notes": [*extra, *offer_notes, *est.notes, *notes]})
+
+
+def _offer_placement(job: Job, gpu: str | None, offer: str,
+                     db: Path | str | None) -> tuple[str, Any, list[str]]:
+    """(GPU id, placement, notes) of `job` on the machines of a stored offer."""
+    from gpuscout.pipeline.offer_placement import offer_placement
+    from gpuscout.sizing.collectives import topology
+    from gpuscout.warehouse.connection import connect
+
+    with connect(_db(db), read_only=True) as con:
+        facts = offer_placement(con, offer)
+    if gpu is not None and _gpu(gpu).canonical_id != facts.gpu_id:
+        raise UserInputError(f"--gpu {gpu} is not the GPU of --offer {offer} "
+                             f"({facts.gpu_id}): give one of them")
+    if job.gpus <= 1:
+        return facts.gpu_id, None, [f"GPU from offer {facts.label}"]
+    placement = topology(_gpu(facts.gpu_id), job.gpus,
+                         interconnect=job.interconnect or facts.interconnect,
+                         network=job.network or facts.network,
+                         network_gbps=job.network_gbps or facts.network_gbps,
+                         gpus_per_node=min(job.gpus, facts.gpus_per_machine))
+    return facts.gpu_id, placement, [
+        f"placement from offer {facts.label}: {facts.gpus_per_machine} GPUs per machine"
+        + ("" if facts.network else "; it names no network between machines")]
 
 
 def fit(job: Job | None = None, *, gpu: str, **options: Any) -> FitAdvice:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuscout.core.catalog import GpuSpec, load_catalog
 from gpuscout.sizing.architectures import Architecture, lookup
+from gpuscout.sizing.collectives import Topology, topology
 from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.types import Estimate, JobSpec
 
@@ -100,6 +101,13 @@ FIXED_LENGTH_SOURCES = ("personal-copilot.md",)
 # which passes --deepspeed finetune/ds_config_zero2.json, at 85cb093).
 SIXTEEN_BIT_LOSS_SOURCES = ("ljm565/universal-llm-trainer",)
 NO_LOGIT_CAST_MODEL_TYPES = ("qwen",)
+# Sources whose DeepSpeed configs turn overlap_comm on: Qwen's finetune/ds_config_zero2.json
+# and ds_config_zero3.json ("overlap_comm": true; QwenLM/Qwen at af22d5e), which its
+# finetune_ds.sh and finetune_lora_ds.sh pass.
+OVERLAP_COMM_SOURCES = ("QwenLM/Qwen",)
+# A row that states its machines ("2 nodes x 2 GPUs") is placed so; the network between them is
+# not stated, so the time model's default is assumed (sizing/collectives.py).
+MACHINES = re.compile(r"(\d+) nodes? x (\d+) GPUs", re.IGNORECASE)
 
 # ms-swift's documented defaults for rows that do not restate them (row notes).
 SWIFT_DEFAULT_BATCH, SWIFT_DEFAULT_SEQ = 1, 2048
@@ -362,9 +370,19 @@ def job_for_row(r: dict[str, str], arch: Architecture) -> JobSpec:
         train_embeddings="modules_to_save" in r["lora_targets"], fp32_loss=fp32_loss,
         gpus=gpus, sharding=sharding if gpus > 1 or sharding != "none" else "none",
         offload=offload, variable_lengths=variable,
+        overlap_comm=True if deepspeed and any(src in r["source"]
+                                               for src in OVERLAP_COMM_SOURCES) else None,
     )
     # a row that names tensor and pipeline degrees runs a micro-batch its notes give
     return JobSpec.model_validate({**fields, **_model_parallel(r, gpus)})
+
+
+def placement_for_row(r: dict[str, str], job: JobSpec, gpu: GpuSpec) -> Topology | None:
+    """The row's machines when it states them (see MACHINES), else the default placement."""
+    m = MACHINES.search(r["sharding"])
+    if m is None or job.gpus <= 1:
+        return None
+    return topology(gpu, job.gpus, gpus_per_node=int(m.group(2)))
 
 
 def _settings(job: JobSpec) -> str:
@@ -442,11 +460,12 @@ def calibrate(path: Path = MEASUREMENTS_CSV, presets: bool = False) -> list[Cali
             framework = row_framework(r["source"]) if presets else None
             if framework:
                 job = with_preset(job, framework, r)
-            est = estimate(arch, job, gpu)
+            placement = placement_for_row(r, job, gpu)
+            est = estimate(arch, job, gpu, placement=placement)
             if _checkpointing_unstated(r) and not est.memory.fits:
                 # the run happened on this GPU, so it fit: it must have recomputed
                 job = job.model_copy(update={"grad_checkpointing": True})
-                est = estimate(arch, job, gpu)
+                est = estimate(arch, job, gpu, placement=placement)
             metric = metric_of(r["memory_metric"])
             out.append(CalibrationRow(
                 index=i, model=r["model"], method=r["method"], modeled_method=job.method,

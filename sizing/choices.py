@@ -24,6 +24,12 @@ Nf4Backend = Literal["bitsandbytes", "torchao"]
 # the GPU (delayed scaling on Ada/Hopper, MXFP8 on Blackwell, current "tensorwise" scaling from
 # compute capability 12); "torchao" is torchao.float8's dynamic tensorwise Float8Linear.
 Fp8Recipe = Literal["te", "delayed", "tensorwise", "mxfp8", "torchao"]
+# Between the GPUs of one machine (sizing/collectives.py): NVLink bridges or a direct mesh, an
+# NVSwitch board, AMD's Infinity Fabric mesh, PCIe with peer-to-peer, or PCIe through host
+# memory (consumer cards, whose driver refuses peer-to-peer)
+Interconnect = Literal["nvlink", "nvswitch", "xgmi", "pcie", "pcie-no-p2p"]
+# Between machines
+Network = Literal["infiniband", "roce", "efa", "ethernet"]
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -38,4 +44,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "loss": Loss.__args__,  # type: ignore[attr-defined]
     "nf4_backend": Nf4Backend.__args__,  # type: ignore[attr-defined]
     "fp8_recipe": Fp8Recipe.__args__,  # type: ignore[attr-defined]
+    "interconnect": Interconnect.__args__,  # type: ignore[attr-defined]
+    "network": Network.__args__,  # type: ignore[attr-defined]
 }

@@ -5,8 +5,9 @@ from __future__ import annotations
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.collectives import Topology
 from gpuscout.sizing.fp8 import resolve_recipe
-from gpuscout.sizing.memory import memory_estimate, vram_label
+from gpuscout.sizing.memory import fit_verdict, memory_estimate, vram_label
 from gpuscout.sizing.parallel import check, is_model_parallel, parallel_memory, parallel_time
 from gpuscout.sizing.precision import decide
 from gpuscout.sizing.throughput import flops_per_token, time_estimate
@@ -14,8 +15,11 @@ from gpuscout.sizing.types import Estimate, JobSpec
 
 
 def estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec | None = None,
-             tokens: int | None = None) -> Estimate:
+             tokens: int | None = None, placement: Topology | None = None) -> Estimate:
     """Size `job` on `arch`. Without a GPU only memory is estimated (at the requested dtype).
+    `placement` says where several GPUs sit and what joins them (default: the catalog's
+    machine of the GPU, `collectives.topology`); `estimate` and the recommendation's plans both
+    time a job through here.
 
     Raises `UserInputError` when the GPU cannot run the job at all (e.g. 4-bit on a TPU).
     """
@@ -34,13 +38,13 @@ def estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec | None = None,
         time = parallel_time(arch, job, gpu, decision.dtype, tokens) if gpu else None
     else:
         memory = memory_estimate(arch, job, dtype=decision.dtype, vram_gb=vram)
-        time = time_estimate(arch, job, gpu, decision.dtype, tokens) if gpu else None
+        time = (time_estimate(arch, job, gpu, decision.dtype, tokens, placement) if gpu
+                else None)
     notes = list(decision.notes)
     if arch.notes:
         notes.append(f"{arch.model_id}: {arch.notes}")
     if memory.fits is False and gpu is not None:
-        notes.append(f"does not fit: {memory.peak_gb_per_gpu:.1f} GB needed per GPU, "
-                     f"{gpu.canonical_id} has {vram_label(gpu.vram_gb)}")
+        notes.append(f"{fit_verdict(memory)} on {gpu.canonical_id} ({vram_label(gpu.vram_gb)})")
     return Estimate(model_id=arch.model_id, gpu_id=gpu.canonical_id if gpu else None,
                     dtype=decision.dtype, job=job, memory=memory, time=time, notes=notes,
                     flops_per_token=flops_per_token(arch, job)[0])

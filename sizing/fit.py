@@ -35,8 +35,12 @@ class FitChange(BaseModel):
 
     change: str = Field(description="what to do, as a user would do it")
     options: dict[str, Any] = Field(description="the job fields it sets")
-    peak_gb_per_gpu: float
-    saves_gb: float = Field(description="peak memory per GPU it saves (negative: costs)")
+    need_gb_per_gpu: float = Field(description="what the changed job needs per GPU (tensors "
+                                   "and CUDA context: the figure `fits` judges)")
+    peak_gb_per_gpu: float = Field(description="with the allocator's margin, as the device "
+                                   "would show it")
+    saves_gb: float = Field(description="memory per GPU it saves of what the job needs "
+                            "(negative: costs)")
     fits: bool
     tokens_per_s: float | None
     cost_factor: float | None = Field(
@@ -47,6 +51,8 @@ class FitAdvice(BaseModel):
     gpu_id: str
     vram_gb: float
     fits: bool
+    need_gb_per_gpu: float
+    usable_gb_per_gpu: float
     peak_gb_per_gpu: float
     max_batch_size: int | None = Field(description="largest micro-batch at the job's "
                                        "sequence length that fits (None: not even 1)")
@@ -96,8 +102,10 @@ def _fits(arch: Architecture, job: JobSpec, gpu: GpuSpec) -> bool:
     return bool(est and est.memory.fits)
 
 
-def candidate_changes(job: JobSpec) -> list[tuple[str, dict[str, Any]]]:
-    """The changes worth trying on `job`, each as (description, job fields)."""
+def candidate_changes(job: JobSpec, fits: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The changes worth trying on `job`, each as (description, job fields). More GPUs only for
+    a job that does not fit: one that fits gains nothing per GPU from them but the optimizer
+    step ZeRO splits, and is priced for more GPUs by the recommendation."""
     out: list[tuple[str, dict[str, Any]]] = []
     if not job.grad_checkpointing:
         out.append(("turn on gradient checkpointing", {"grad_checkpointing": True}))
@@ -127,7 +135,7 @@ def candidate_changes(job: JobSpec) -> list[tuple[str, dict[str, Any]]]:
         out.append((f"offload the optimizer to CPU (DeepSpeed {sharding.upper()})",
                     {"offload": "optimizer", "sharding": sharding}))
     gpus = job.gpus * 2
-    while gpus <= MAX_GPUS_TRIED:
+    while gpus <= MAX_GPUS_TRIED and not fits:
         out.append((f"{gpus} GPUs with ZeRO-3", {"gpus": gpus, "sharding": "zero3"}))
         gpus *= 2
     return out
@@ -143,8 +151,9 @@ def _change(arch: Architecture, job: JobSpec, gpu: GpuSpec, base: Estimate, chan
     if est is None:
         return None
     return FitChange(change=change, options=options,
+                     need_gb_per_gpu=round(est.memory.need_gb_per_gpu, 2),
                      peak_gb_per_gpu=round(est.memory.peak_gb_per_gpu, 2),
-                     saves_gb=round(base.memory.peak_gb_per_gpu - est.memory.peak_gb_per_gpu,
+                     saves_gb=round(base.memory.need_gb_per_gpu - est.memory.need_gb_per_gpu,
                                     2),
                      fits=bool(est.memory.fits),
                      tokens_per_s=est.time.tokens_per_s if est.time else None,
@@ -186,7 +195,7 @@ def fit_advice(arch: Architecture, job: JobSpec, gpu: GpuSpec) -> FitAdvice:
     max_batch = _largest(lambda b: _fits(arch, _with(job, batch_size=b), gpu), 1, MAX_BATCH)
     max_seq = _largest(lambda s: _fits(arch, _at_length(job, s), gpu), SEQ_STEP,
                        MAX_SEQ_LEN, SEQ_STEP)
-    singles = [c for name, opts in candidate_changes(job)
+    singles = [c for name, opts in candidate_changes(job, bool(base.memory.fits))
                if (c := _change(arch, job, gpu, base, name, opts)) is not None]
     if not base.memory.fits and not any(c.fits for c in singles):
         combined = _combined(arch, job, gpu, base, singles)
@@ -198,6 +207,8 @@ def fit_advice(arch: Architecture, job: JobSpec, gpu: GpuSpec) -> FitAdvice:
     others = sorted((c for c in singles if not c.fits), key=lambda c: -c.saves_gb)
     return FitAdvice(gpu_id=gpu.canonical_id, vram_gb=gpu.vram_gb,
                      fits=bool(base.memory.fits),
+                     need_gb_per_gpu=round(base.memory.need_gb_per_gpu, 2),
+                     usable_gb_per_gpu=round(base.memory.usable_gb_per_gpu or 0.0, 2),
                      peak_gb_per_gpu=round(base.memory.peak_gb_per_gpu, 2),
                      max_batch_size=max_batch, max_seq_len=max_seq,
                      changes=[*fitting, *others])

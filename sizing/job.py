@@ -21,9 +21,11 @@ from gpuscout.sizing.choices import (
     Dtype,
     Fp8Recipe,
     Framework,
+    Interconnect,
     LoraTargets,
     Loss,
     Method,
+    Network,
     Nf4Backend,
     Offload,
     Optimizer,
@@ -32,7 +34,9 @@ from gpuscout.sizing.choices import (
 )
 
 if TYPE_CHECKING:  # the model modules load data; keep them off the CLI's start-up path
+    from gpuscout.core.catalog import GpuSpec
     from gpuscout.sizing.architectures import Architecture
+    from gpuscout.sizing.collectives import Topology
     from gpuscout.sizing.types import JobSpec
 
 
@@ -56,6 +60,10 @@ TORCHTUNE_PADDING_NOTE = (
     "torchtune pads each batch to its longest sample (padded_collate_sft) and "
     "tokenizer.max_seq_len only truncates: unless dataset.packed is true, give --seq-len as "
     "the longest sample of your data, not max_seq_len")
+
+# The placement of the job's GPUs: the time model's, not the JobSpec's (sizing/collectives.py)
+PLACEMENT_FIELDS = ("interconnect", "network", "network_gbps")
+MAX_NETWORK_GBPS = 1e5
 
 
 class Job(BaseModel):
@@ -222,6 +230,22 @@ class Job(BaseModel):
         default=None,
         description="shard fp32 master weights and optimizer states over the data-parallel "
                     "replicas (Megatron's distributed optimizer, ZeRO-1; default off)")
+    overlap_comm: bool | None = Field(
+        default=None,
+        description="DeepSpeed overlap_comm: reduce gradients beside backward (default: "
+                    "DeepSpeed's, on for ZeRO-3 only)")
+    interconnect: Interconnect | None = Field(
+        default=None,
+        description="nvlink|nvswitch|xgmi|pcie|pcie-no-p2p between the GPUs of a machine "
+                    "(estimate; default: the GPU's, consumer cards without peer-to-peer)")
+    network: Network | None = Field(
+        default=None,
+        description="infiniband|roce|efa|ethernet between machines beyond 8 GPUs (estimate; "
+                    "default infiniband)")
+    network_gbps: float | None = Field(
+        default=None,
+        description="Gb/s per machine between machines, all NICs (estimate; default 400 per "
+                    "GPU, the HGX reference)")
 
     @field_validator(*CHOICES, mode="before")
     @classmethod
@@ -235,6 +259,15 @@ class Job(BaseModel):
                                  f"of {'|'.join(allowed)}")
         return v
 
+    @field_validator("network_gbps")
+    @classmethod
+    def _positive_rate(cls, value: float | None) -> float | None:
+        # one machine's NICs: the largest sold carry 8 × 800 Gb/s; 1e5 leaves room, not typos
+        if value is not None and not 0 < value <= MAX_NETWORK_GBPS:
+            raise UserInputError(f"--network-gbps must be above 0 and at most "
+                                 f"{MAX_NETWORK_GBPS:,.0f} (Gb/s per machine), got {value:g}")
+        return value
+
     def resolve(self) -> tuple[Architecture, JobSpec, list[str]]:
         """The architecture, validated job and warnings (UserInputError on nonsense)."""
         from gpuscout.sizing.frameworks import fill
@@ -243,7 +276,7 @@ class Job(BaseModel):
 
         arch, warnings, model_quant = self._source()
         fields = self.model_dump(exclude={"model", "config", "params", "framework",
-                                          "chunked_loss", "online"})
+                                          "chunked_loss", "online", *PLACEMENT_FIELDS})
         if self.quant is None:
             if model_quant is not None and self.method == "full":
                 raise UserInputError(f"{self.model} is a {model_quant} checkpoint, whose base "
@@ -268,6 +301,15 @@ class Job(BaseModel):
         if self.framework == "torchtune" and spec.variable_lengths and arch.arch == "decoder":
             notes.append(TORCHTUNE_PADDING_NOTE)
         return arch, spec, [*warnings, *notes]
+
+    def placement(self, gpu: GpuSpec) -> Topology | None:
+        """Where the job's GPUs sit on `gpu` machines, and what joins them (None: one GPU)."""
+        from gpuscout.sizing.collectives import topology
+
+        if self.gpus <= 1:
+            return None
+        return topology(gpu, self.gpus, interconnect=self.interconnect, network=self.network,
+                        network_gbps=self.network_gbps)
 
     def architecture(self) -> tuple[Architecture, list[str]]:
         """Exactly one of model, config, params picks the architecture."""

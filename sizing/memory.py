@@ -45,7 +45,7 @@ from gpuscout.sizing.memory_loss import (
     logits_bytes,
     stale_loss_bytes,
 )
-from gpuscout.sizing.memory_units import DTYPE_BYTES, FP32, GB, GIB, vram_label
+from gpuscout.sizing.memory_units import DTYPE_BYTES, FP32, GB, GIB, usable_gb, vram_label
 from gpuscout.sizing.memory_weights import (
     GPTQ_BYTES,
     NF4_BYTES,
@@ -67,8 +67,8 @@ __all__ = [
     "CHUNKED_LOSS_CHUNKS", "CUDA_CONTEXT_GB", "DTYPE_BYTES", "FP32", "FRAGMENTATION", "GB", "GIB",
     "GPTQ_BYTES", "LOSS_FP32_BUFFERS", "NF4_BYTES", "NF4_DQ_BYTES", "OFFLOAD_RESIDENT_LAYERS",
     "activation_bytes", "frozen_weight_bytes", "logits_bytes", "memory_estimate",
-    "offloaded_activation_bytes", "per_param_bytes", "stale_loss_bytes", "trainable_bytes",
-    "uses_kbit_upcast", "vram_label",
+    "fit_verdict", "offloaded_activation_bytes", "per_param_bytes", "stale_loss_bytes",
+    "trainable_bytes", "usable_gb", "uses_kbit_upcast", "vram_label",
 ]
 
 
@@ -160,6 +160,7 @@ def pooled(terms: dict[str, float], stale: float, step: float, vram_gb: float | 
     allocated = sum(terms.values())
     training_time = allocated - terms["weights_frozen"] - terms["weights_trainable"]
     reserve = training_time * FRAGMENTATION / (1 - FRAGMENTATION)
+    margin = {"fragmentation": reserve, "stale_loss_segments": stale}  # whole, never capped
     if vram_gb is not None:
         # The allocator frees cached blocks and retries before it reports out-of-memory, so the
         # cache cannot push the pool past the device (PyTorch CUDA semantics docs).
@@ -181,7 +182,14 @@ def pooled(terms: dict[str, float], stale: float, step: float, vram_gb: float | 
     terms["cuda_context"] = CUDA_CONTEXT_GB * GB
     peak = allocated + reserve + stale + CUDA_CONTEXT_GB * GB
     notes = notes + tail
+    need = allocated + CUDA_CONTEXT_GB * GB
+    usable = usable_gb(vram_gb) if vram_gb is not None else None
+    with_margin = (need + sum(margin.values())) / GB
     return MemoryEstimate(
+        need_gb_per_gpu=round(need / GB, 3),
+        margin_gb={k: round(v / GB, 3) for k, v in margin.items() if v},
+        usable_gb_per_gpu=None if usable is None else round(usable, 3),
+        fits_with_margin=None if usable is None else with_margin <= usable,
         peak_gb_per_gpu=round(peak / GB, 3),
         allocated_gb=round(allocated / GB, 3),
         reserved_gb=round((allocated + reserve + stale) / GB, 3),
@@ -189,11 +197,32 @@ def pooled(terms: dict[str, float], stale: float, step: float, vram_gb: float | 
         trainable_params=trainable,
         total_params=total,
         host_ram_gb=round(host / GB, 3),
-        fits=None if vram_gb is None else peak <= vram_gb * GIB,
+        fits=None if usable is None else need / GB <= usable,
         notes=notes,
     )
 
 
+
+
+def fit_verdict(m: MemoryEstimate, where: str = "per GPU") -> str | None:
+    """The one fit line every face prints: what the job needs of what the card gives, and
+    whether the allocator's margin (fragmentation, stale loss segments) fits too. The verdict
+    is on what the job needs: the caching allocator gives its cache back and retries before it
+    fails (PyTorch CUDA semantics docs), so its margin costs time, not the run."""
+    if m.usable_gb_per_gpu is None or m.fits is None:
+        return None
+    margin = sum(m.margin_gb.values())
+    head = (f"{'fits' if m.fits else 'does not fit'}: needs {m.need_gb_per_gpu:,.1f} of "
+            f"{m.usable_gb_per_gpu:,.1f} GB usable {where}")
+    if not m.fits or not margin:
+        return head
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:,.1f} GB" for k, v in m.margin_gb.items())
+    total = m.need_gb_per_gpu + margin
+    if m.fits_with_margin:
+        return f"{head}; with the allocator's margin ({parts}) {total:,.1f} GB, within it too"
+    return (f"{head} on its tensors; with the allocator's margin ({parts}) it would hold "
+            f"{total:,.1f} GB, more than the card: the allocator gives back cached segments "
+            f"and retries, which slows steps")
 
 
 def _add_copies(terms: dict[str, float], arch: Architecture, job: JobSpec, dt: Dtype,
@@ -238,6 +267,12 @@ def _notes(arch: Architecture, job: JobSpec, dt: Dtype, pt: int) -> list[str]:
     if uses_kbit_upcast(job):
         out.append("prepare_model_for_kbit_training casts embeddings, LM head and norms to "
                    "fp32, so the hidden states and activations run in fp32 too")
+    elif (job.quant in ("nf4", "int8") and job.upcast_non_quantized
+          and job.sharding in ("zero3", "fsdp")):
+        out.append("sharded k-bit base: FSDP and ZeRO-3 keep one dtype per flattened unit, so "
+                   "PEFT's k-bit preparation is skipped (TRL) and embeddings, head, norms and "
+                   "hidden states stay 16-bit: less memory traffic per token than the one-GPU "
+                   "default, which --no-upcast-non-quantized times the same way")
     if job.grad_checkpointing:
         out.append("gradient checkpointing: one block input kept per layer, one block "
                    "recomputed at a time")

@@ -8,6 +8,17 @@ GB = 1e9
 GIB = 2**30
 
 
+# What a job may use of a card: 95 % of its memory (sold in GiB: an "80GB" card holds 80 GiB).
+# The estimate already holds the CUDA context; this margin covers driver/ECC reservations and
+# run-to-run variance of the caching allocator (the calibration's errors are of this order).
+VRAM_HEADROOM = 0.95
+
+
+def usable_gb(vram_gb: float) -> float:
+    """GB (10^9 bytes) a job may use of a card of `vram_gb` GiB (VRAM_HEADROOM)."""
+    return vram_gb * GIB / GB * VRAM_HEADROOM
+
+
 def vram_label(vram_gb: float) -> str:
     """A card's memory as sold and in the decimal GB every estimate is printed in."""
     return f"{vram_gb:g} GiB = {vram_gb * GIB / GB:.1f} GB"

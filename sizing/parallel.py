@@ -52,16 +52,15 @@ from gpuscout.core.catalog import GpuSpec
 from gpuscout.core.errors import UserInputError
 from gpuscout.sizing import fp8
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.collectives import bus_gbs, topology
 from gpuscout.sizing.kernels import dequant_cost
 from gpuscout.sizing.memory import GB, memory_estimate, pooled
 from gpuscout.sizing.memory_weights import trainable_bytes
 from gpuscout.sizing.throughput import (
-    BACKWARD_SHARE,
     REF_BANDWIDTH_GBS,
     STREAM_EFFICIENCY,
     MicroBatch,
     flops_per_token,
-    link_gbs,
     micro_batch,
     optimizer_step_bytes,
     peak_tflops,
@@ -76,6 +75,9 @@ REPLICATED_UNITS = 10
 # A ring collective's start-up on NVLink/NVSwitch (NCCL's latency term, a few microseconds
 # per hop); an assumption, named here.
 COLLECTIVE_LATENCY_S = 20e-6
+# Megatron's data-parallel gradient reduction overlaps the backward pass when it is bucketed
+# (overlap_grad_reduce), about the backward's 2/3 of a micro-batch; the rest is exposed.
+BACKWARD_SHARE = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -217,6 +219,12 @@ class Communication:
     pipeline_p2p_s: float
 
 
+def link_gbs(gpu: GpuSpec, n: int) -> float:
+    """Achievable GB/s per GPU of a ring over `n` GPUs placed as `collectives.topology` places
+    them: inside one machine its GPU link, beyond it the network."""
+    return bus_gbs(topology(gpu, n), gpu)
+
+
 def _ring(n: int, nbytes: float, gbs: float) -> float:
     """An all-reduce (as reduce-scatter + all-gather) of `nbytes` over `n` ranks."""
     return 2 * (n - 1) / n * nbytes / (gbs * 1e9) + 2 * COLLECTIVE_LATENCY_S
@@ -264,13 +272,13 @@ def parallel_time(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
                        other_launch_s=mb.other_launch_s / lay.pp,
                        weights_s=mb.weights_s / (lay.tp * lay.pp))
     comm = communication(arch, single, gpu, lay, stage.attention_s)
-    per_micro = (stage.seconds + comm.tensor_parallel_s + comm.context_parallel_s
-                 + comm.pipeline_p2p_s)
+    model_parallel_s = comm.tensor_parallel_s + comm.context_parallel_s + comm.pipeline_p2p_s
+    per_micro = stage.seconds + model_parallel_s
     bubble = (lay.pp - 1) / lay.vp * per_micro
     compute = lay.micro_batches * per_micro + bubble
     share = stage_share(arch, lay) / lay.tp
     grads = trainable_bytes(arch, single, dtype).grad * share
-    dp_s = 0.0
+    dp_s = dp_comm = 0.0
     if lay.dp > 1:
         dp_comm = _ring(lay.dp, grads, link_gbs(gpu, job.gpus))
         dp_s = max(0.0, dp_comm - BACKWARD_SHARE * per_micro)
@@ -319,6 +327,8 @@ def parallel_time(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         peak_tflops=tflops,
         bound=stage.bound,
         optimizer_step_s=round(t_opt, 4),
+        communication_s=round(lay.micro_batches * model_parallel_s + dp_comm, 4),
+        communication_exposed_s=round(lay.micro_batches * model_parallel_s + dp_s, 4),
         micro_batch_s={"matmul": round(stage.matmul_s, 4),
                        "attention": round(stage.attention_s, 4),
                        "pointwise": round(stage.pointwise_s, 4),

@@ -11,15 +11,14 @@ A micro-batch is a roofline over four kinds of work (`micro_batch`): the linear 
 at the GPU's maximum achievable matmul rate, attention's FLOPs (which grow with the sequence) at
 FlashAttention's achieved rate, the pointwise kernels' bytes (sizing/kernels.py) at the streamed
 bandwidth, and the host's launches of all those kernels; with a floor of the time to read the
-weights once per pass. Multi-GPU adds the communication the sharding needs that backward or
-prefetch cannot hide (PyTorch DDP overlaps the gradient all-reduce with backward, Li et al. VLDB
-2020; FSDP/ZeRO-3 prefetch the next block's all-gather during compute).
+weights once per pass. Multi-GPU adds the sharding's collectives on the placement's links that
+compute cannot hide (sizing/collectives.py); the step is communication-bound when they take longer
+than the compute beside them.
 """
 
 from __future__ import annotations
 
 import csv
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -28,6 +27,7 @@ from pathlib import Path
 from gpuscout.core.catalog import GpuSpec
 from gpuscout.sizing import fp8
 from gpuscout.sizing.architectures import Architecture
+from gpuscout.sizing.collectives import PCIE_GBS, Topology, bus_gbs, communication, topology
 from gpuscout.sizing.kernels import BACKWARD_FACTOR, dequant_cost, forward_pass
 from gpuscout.sizing.memory import (
     DTYPE_BYTES,
@@ -68,15 +68,9 @@ TILES = ((64, 64), (128, 64), (128, 128))
 # 2.5x the forward's FLOPs; causal masking lets it skip the blocks above the diagonal.
 FLASH_BACKWARD = 2.5
 CAUSAL_SHARE = 0.5
-# DDP overlaps the gradient all-reduce with the backward pass, about 2/3 of a micro-step.
-BACKWARD_SHARE = 2 / 3
-# PCIe x16 per direction: Gen3 15.75, Gen4 31.5, Gen5 63 GB/s (PCI-SIG); NCCL reaches ~80 %.
-PCIE_GBS = {"Volta": 15.75, "Turing": 15.75, "Pascal": 15.75, "Ampere": 31.5,
-            "Ada Lovelace": 31.5, "Ada": 31.5, "Hopper": 63.0, "Blackwell": 63.0}
-LINK_EFFICIENCY = 0.8
-# Between 8-GPU nodes: one 400 Gb/s NIC per GPU (NVIDIA DGX H100 / HGX reference design).
-INTER_NODE_GBS = 50.0
-GPUS_PER_NODE = 8
+# Copies to and from the host (CPU offload, activation offloading) over the GPU's PCIe link;
+# 0.8 of its datasheet rate is assumed for pinned copies.
+HOST_LINK_EFFICIENCY = 0.8
 # The memory side of the roofline: kernels that stream whole tensors (weight reads, the
 # optimizer update) move data at a fraction of the datasheet bandwidth; 0.8 is assumed here
 # (an assumption, not a measurement of any row).
@@ -288,7 +282,6 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
         # autocast casts every fp32 weight to 16 bits on each forward
         pointwise += forwards * arch.total_params * (FP32 + ab)
     pointwise += fp8.cast_bytes(arch, job, tokens)  # FP8 quantization of the GEMM operands
-    shard = job.gpus if job.sharding in ("zero3", "fsdp") else 1
     trainable_k = fwd.matmul_kernels - fwd.frozen_matmul_kernels - fwd.forward_only_kernels
     matmul_k = forwards * fwd.matmul_kernels + 2 * trainable_k + fwd.frozen_matmul_kernels
     # a view's backward is one more view: dispatched on each pass, launching nothing
@@ -303,9 +296,11 @@ def micro_batch(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype) ->
         pointwise_s=pointwise / bandwidth,
         matmul_launch_s=matmul_k * EAGER_LAUNCH_S,
         other_launch_s=other_k * EAGER_LAUNCH_S,
+        # every GPU runs its micro-batch through the whole model: a sharded one reads the
+        # weights it gathered, all of them, on every pass
         weights_s=(forwards * weight_pass_bytes(arch, job, dtype)
                    + weight_pass_bytes(arch, job, dtype, dequantized=dequant.in_backward))
-        / shard / bandwidth,
+        / bandwidth,
     )
 
 
@@ -354,25 +349,24 @@ def optimizer_step_bytes(arch: Architecture, job: JobSpec, dtype: Dtype) -> floa
     return moved / (job.gpus if job.sharding in ("zero1", "zero2", "zero3", "fsdp") else 1)
 
 
-def link_gbs(gpu: GpuSpec, n: int) -> float:
-    """Usable per-GPU bandwidth (one direction) for collectives among `n` GPUs."""
-    per_dir: float | None = None
-    text = gpu.nvlink.lower()
-    if gpu.nvlink_gbps and gpu.form_factor in ("SXM", "Superchip", "OAM", "TPU"):
-        per_dir = gpu.nvlink_gbps / 2  # datasheets quote both directions together
-    elif gpu.nvlink_gbps and "bridge" in text:
-        ways = re.search(r"(\d)-way", text)
-        if n <= (int(ways.group(1)) if ways else 2):
-            per_dir = gpu.nvlink_gbps / 2
-    if per_dir is None:
-        per_dir = PCIE_GBS.get(gpu.architecture, 31.5)
-    if n > GPUS_PER_NODE:
-        per_dir = min(per_dir, INTER_NODE_GBS)
-    return per_dir * LINK_EFFICIENCY
+def forward_share(arch: Architecture, job: JobSpec) -> float:
+    """The forward pass's share of a micro-batch's hardware FLOPs (recomputation runs in
+    backward): what the collectives of a forward can hide behind."""
+    _, hw_f = flops_per_token(arch, job)
+    s = job.seq_len + (job.num_virtual_tokens if job.method in ("prefix", "prompt") else 0)
+    forward = 2 * matmul_params(arch) + 4 * arch.total_layers * arch.q_dim * s
+    return min(1.0, forward / hw_f) if hw_f else 0.5
+
+
+def _host_gbs(gpu: GpuSpec) -> float:
+    return PCIE_GBS.get(gpu.architecture, 31.5) * 1e9 * HOST_LINK_EFFICIENCY
 
 
 def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
-                  tokens: int | None = None) -> TimeEstimate:
+                  tokens: int | None = None, placement: Topology | None = None) -> TimeEstimate:
+    """One optimizer step of `job` on `gpu`: its micro-batches (`micro_batch`), the sharding's
+    collectives on the links of `placement` (default: `collectives.topology` of the GPU count),
+    the exposed offload copies and the optimizer step."""
     notes: list[str] = []
     if job.mean_seq_len is not None:
         notes.append(f"timed at the mean sequence of {job.mean_seq_len} tokens; memory at the "
@@ -385,13 +379,12 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
     tokens_micro = job.batch_size * job.seq_len
     mb = micro_batch(arch, job, gpu, dtype)
     t_micro = mb.seconds
-    bound = mb.bound
+    bound: Bound = mb.bound
     bandwidth = (gpu.mem_bandwidth_gbs or REF_BANDWIDTH_GBS) * 1e9 * STREAM_EFFICIENCY
     passes = 2 + (1 if job.grad_checkpointing else 0)
     t_weights = mb.weights_s
     t_compute = mb.gpu_s
     t_optimizer = optimizer_step_bytes(arch, job, dtype) / bandwidth
-    mfu_hw = tokens_micro * hw_f / (tflops * 1e12 * t_micro)
     if bound == "host":
         notes.append(f"launch-bound: the host issues its kernels in {mb.host_s:.3f} s per "
                      f"micro-batch, the GPU runs them in {mb.gpu_s:.3f} s (torch.compile or "
@@ -400,45 +393,48 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         notes.append(f"memory-bound: {passes} passes over the weights take {t_weights:.3f} s "
                      f"per micro-batch, the matmuls {t_compute:.3f} s")
     n = job.gpus
-    exposed = 0.0
     b = DTYPE_BYTES[dtype]
-    if n > 1:
-        bw = link_gbs(gpu, n) * 1e9
-        ring = (n - 1) / n
-        grad_bytes = trainable_bytes(arch, job, dtype).grad
-        if job.sharding in ("ddp", "zero1", "zero2"):
-            comm = 2 * ring * grad_bytes / bw  # all-reduce = reduce-scatter + all-gather
-            exposed = max(0.0, comm - BACKWARD_SHARE * t_micro)
-        else:
-            w = frozen_weight_bytes(arch, job, dtype) if job.is_peft else \
-                arch.total_params * (FP32 if dtype == "fp32" else b)
-            # all-gather for forward and for backward, reduce-scatter of gradients, every
-            # micro-batch (ZeRO paper §7: 1.5× DDP's volume)
-            per_micro = ring * (2 * w + grad_bytes) / bw
-            exposed = job.grad_accum * max(0.0, per_micro - t_micro)
-        notes.append(f"{job.sharding} over {n} GPUs at ~{bw / 1e9:.0f} GB/s per GPU"
-                     + ("; beyond one 8-GPU node the network is assumed 400 Gb/s per GPU"
-                        if n > GPUS_PER_NODE else ""))
+    placement = placement if placement is not None or n == 1 else topology(gpu, n)
+    comm_s = exposed = 0.0
+    link: str | None = None
+    if placement is not None and n > 1:
+        share = forward_share(arch, job)
+        comm = communication(arch, job, dtype, placement, gpu, share * t_micro,
+                             (1 - share) * t_micro)
+        link = placement.describe()
+        if comm is not None:
+            comm_s, exposed = comm.total_s(job.grad_accum), comm.exposed_s(job.grad_accum)
+            compute = t_micro * job.grad_accum
+            binds = comm_s > compute
+            if binds:
+                bound = "communication"
+            ring = bus_gbs(placement, gpu)
+            notes.append(f"communication {comm_s:.3f} s per step over {link} (rings at "
+                         f"~{ring:,.0f} GB/s), {exposed:.3f} s of it not hidden by "
+                         f"{compute:.3f} s of compute: "
+                         + ("it binds" if binds else "it does not bind") + f"; {comm.what}")
+        if placement.assumed:
+            notes.append("placement assumed: " + "; ".join(placement.assumed)
+                         + " (--interconnect, --network, --network-gbps or --offer say it)")
+    offload_s = 0.0
     if job.offload != "none":
-        pcie = PCIE_GBS.get(gpu.architecture, 31.5) * 1e9 * LINK_EFFICIENCY
         pt = trainable_params(arch, job)
         moved = pt * (b + b) / n  # gradients out, updated 16-bit weights back
         if job.offload == "params":
             w = frozen_weight_bytes(arch, job, dtype) if job.is_peft else arch.total_params * b
             moved += job.grad_accum * 2 * w / n  # weights copied in for forward and backward
-        exposed += moved / pcie
+        offload_s += moved / _host_gbs(gpu)
         notes.append("CPU offload: transfers over PCIe are counted as not overlapped")
 
     act_host = offloaded_activation_bytes(arch, job, dtype)
     if act_host:
         # Copied out during forward and back before backward on a side stream: only what the
         # micro-batch's compute cannot cover is exposed.
-        pcie = PCIE_GBS.get(gpu.architecture, 31.5) * 1e9 * LINK_EFFICIENCY
-        hidden = max(0.0, 2 * act_host / pcie - t_micro)
-        exposed += job.grad_accum * hidden
+        hidden = max(0.0, 2 * act_host / _host_gbs(gpu) - t_micro)
+        offload_s += job.grad_accum * hidden
         notes.append("activation offloading: PCIe copies overlap compute"
                      + (f"; {hidden:.2f} s per micro-batch exposed" if hidden else ""))
-    step = t_micro * job.grad_accum + exposed + t_optimizer
+    step = t_micro * job.grad_accum + exposed + offload_s + t_optimizer
     tokens_step = tokens_micro * job.grad_accum * n
     tps = tokens_step / step
     eff = t_micro * job.grad_accum / step
@@ -450,13 +446,18 @@ def time_estimate(arch: Architecture, job: JobSpec, gpu: GpuSpec, dtype: Dtype,
         tokens_per_s_per_gpu=round(tps / n, 1),
         step_time_s=round(step, 4),
         hours=None if hours is None else round(hours, 3),
-        mfu=round(mfu_hw * model_f / hw_f, 4),
+        # the model FLOPs of the tokens/s printed, against the GPU's dense peak
+        mfu=round(tps / n * model_f / (tflops * 1e12), 4),
         scaling_efficiency=round(eff, 4),
         peak_tflops=tflops,
         bound=bound,
         optimizer_step_s=round(t_optimizer, 4),
+        communication_s=round(comm_s, 4),
+        communication_exposed_s=round(exposed, 4),
+        placement=link,
         micro_batch_s={"matmul": round(mb.matmul_s, 4), "attention": round(mb.attention_s, 4),
                        "pointwise": round(mb.pointwise_s, 4), "launch": round(mb.host_s, 4),
                        "weights": round(mb.weights_s, 4)},
         notes=notes,
     )
+

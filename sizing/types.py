@@ -142,6 +142,10 @@ class JobSpec(BaseModel):
         default=False, description="Megatron sequence parallelism: the norms' and dropouts' "
                                    "activations split over the tensor-parallel group too")
     train_embeddings: bool = False
+    overlap_comm: bool | None = Field(
+        default=None,
+        description="DeepSpeed overlap_comm: gradients reduced on a side stream beside "
+                    "backward; None: DeepSpeed's default, on for ZeRO-3 only")
     variable_lengths: bool = Field(
         default=True,
         description="batches differ in length (dynamic padding, no packing) and the CUDA cache"
@@ -306,10 +310,27 @@ class JobSpec(BaseModel):
 
 
 class MemoryEstimate(BaseModel):
-    """Per-GPU memory at the training peak, split into terms that are all live at that peak."""
+    """Per-GPU memory at the training peak, split into terms that are all live at that peak.
 
+    What the job needs is its tensors and the CUDA context (`need_gb_per_gpu`); the caching
+    allocator's effects (fragmentation, stale loss segments of variable-length batches) are a
+    margin on top (`margin_gb`), which the allocator gives back before it fails. `fits` is the
+    need against what the card gives (`usable_gb_per_gpu`); `fits_with_margin` says whether
+    the margin fits too."""
+
+    need_gb_per_gpu: float = Field(
+        default=0.0, description="what must fit: tensors at the peak + CUDA context")
+    margin_gb: dict[str, float] = Field(
+        default_factory=dict,
+        description="the allocator's margin above the need, by cause (fragmentation, "
+                    "stale_loss_segments), not capped by the card")
+    usable_gb_per_gpu: float | None = Field(
+        default=None, description="GB a job may use of the card (95 % of its GiB; None: no GPU)")
+    fits_with_margin: bool | None = Field(
+        default=None, description="need + margin within usable (None: no GPU)")
     peak_gb_per_gpu: float = Field(
-        description="what must fit on the device: allocated + allocator reserve + CUDA context")
+        description="device memory the run shows (nvidia-smi): need + the allocator's margin, "
+                    "which the allocator trims to the card before it fails")
     allocated_gb: float = Field(description="tensor memory (torch.cuda.max_memory_allocated)")
     reserved_gb: float = Field(description="allocator pool (torch.cuda.max_memory_reserved)")
     breakdown: dict[str, float] = Field(description="GB per term; sums to peak_gb_per_gpu")
@@ -318,11 +339,11 @@ class MemoryEstimate(BaseModel):
     host_ram_gb: float = Field(description="CPU RAM for offloaded states, whole machine")
     fits: bool | None = Field(
         default=None,
-        description="peak within the GPU's memory (None: no GPU)")
+        description="need_gb_per_gpu within usable_gb_per_gpu (None: no GPU)")
     notes: list[str] = Field(default_factory=list)
 
 
-Bound = Literal["compute", "memory", "host"]
+Bound = Literal["compute", "memory", "host", "communication"]
 
 
 class TimeEstimate(BaseModel):
@@ -332,16 +353,26 @@ class TimeEstimate(BaseModel):
     tokens_per_s_per_gpu: float
     step_time_s: float = Field(description="one optimizer step (grad_accum micro-batches)")
     hours: float | None = None
-    mfu: float = Field(description="model FLOPs utilisation of one GPU")
+    mfu: float = Field(description="model FLOPs utilisation of one GPU: tokens_per_s_per_gpu × "
+                                   "flops_per_token over the GPU's dense peak")
     scaling_efficiency: float = Field(
         description="multi-GPU: compute / (compute + exposed communication and offload "
                     "traffic)")
     peak_tflops: float
     bound: Bound = Field(
-        default="compute", description="what sets a micro-batch: the matmuls (compute), memory "
-                                       "traffic (memory) or the host's kernel launches (host)")
+        default="compute", description="what binds: the matmuls (compute), memory traffic "
+                                       "(memory), the host's kernel launches (host), or the "
+                                       "collectives when they take longer than the compute "
+                                       "beside them (communication)")
     optimizer_step_s: float = Field(default=0.0, description="the optimizer update, memory "
                                     "bound, once per step")
+    communication_s: float = Field(
+        default=0.0, description="one step's collectives on their links, in all (0 on one GPU)")
+    communication_exposed_s: float = Field(
+        default=0.0, description="of communication_s, what compute does not hide: part of the "
+                                 "step")
+    placement: str | None = Field(
+        default=None, description="the links the collectives ran on (several GPUs)")
     micro_batch_s: dict[str, float] = Field(
         default_factory=dict,
         description="one micro-batch's seconds per kind of work: matmul, attention, pointwise, "

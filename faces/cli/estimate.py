@@ -27,12 +27,22 @@ CorrectionOpt = Annotated[bool, typer.Option(
     "--correction/--no-correction",
     help="correct tokens/s and hours by your own runs of this GPU, framework and method "
          "(gpuscout runs add)")]
+OfferOpt = Annotated[str | None, typer.Option(
+    "--offer", help="PROVIDER:KEY of a current offer: its GPU, GPUs per machine, interconnect "
+                    "and network place the job as the recommendation does (a key's unique start "
+                    "will do)")]
 FitOpt = Annotated[bool, typer.Option(
     "--fit", help="with --gpu: the largest micro-batch and sequence that fit, and the changes "
                   "that make the job fit, with their memory and cost")]
 
 
+# The breakdown's terms that are the allocator's margin, not what the job needs
+MARGIN_TERMS = ("allocator_reserve", "stale_loss_segments")
+
+
 def estimate_to_dict(est: Estimate) -> dict[str, Any]:
+    from gpuscout.sizing.memory import fit_verdict
+
     mem, t = est.memory, est.time
     flops = t.flops_per_token if t else est.flops_per_token
     extra = [] if t else ["pass --gpu for tokens/s, step time and hours"]
@@ -41,10 +51,15 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "gpu": est.gpu_id,
         "dtype": est.dtype,
         "method": est.job.method,
+        "need_gb_per_gpu": mem.need_gb_per_gpu,
+        "usable_gb_per_gpu": mem.usable_gb_per_gpu,
+        "margin_gb": mem.margin_gb,
+        "fits": mem.fits,
+        "fits_with_margin": mem.fits_with_margin,
+        "verdict": fit_verdict(mem),
         "peak_gb_per_gpu": mem.peak_gb_per_gpu,
         "allocated_gb": mem.allocated_gb,
         "reserved_gb": mem.reserved_gb,
-        "fits": mem.fits,
         "breakdown": mem.breakdown,
         "trainable_params": mem.trainable_params,
         "total_params": mem.total_params,
@@ -56,6 +71,9 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "mfu": t.mfu if t else None,
         "bound": t.bound if t else None,
         "optimizer_step_s": t.optimizer_step_s if t else None,
+        "communication_s": t.communication_s if t else None,
+        "communication_exposed_s": t.communication_exposed_s if t else None,
+        "placement": t.placement if t else None,
         "micro_batch_s": t.micro_batch_s if t else None,
         "hours": t.hours if t else None,
         "job": est.job.model_dump(),
@@ -88,30 +106,11 @@ def _correction(est: Estimate) -> dict[str, Any] | None:
 
 def _print_table(data: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
-    title = f"{data['model']} · {data['method']} · {data['dtype']}" + (
-        f" · {data['gpu']}" if data["gpu"] else "")
-    table = Table(title=title, show_header=True)
-    table.add_column("term")
-    table.add_column("GB per GPU", justify="right")
-    for name, gb in data["breakdown"].items():
-        if gb:
-            table.add_row(name.replace("_", " "), f"{gb:,.2f}")
-    table.add_row("[bold]peak[/bold]", f"[bold]{data['peak_gb_per_gpu']:,.2f}[/bold]")
-    console.print(table)
-    console.print(f"trainable {data['trainable_params']:,} of {data['total_params']:,} params"
-                  + (f"; host RAM {data['host_ram_gb']:,.1f} GB" if data["host_ram_gb"] else ""))
-    if data["fits"] is not None:
-        console.print("fits" if data["fits"] else "[red]does not fit[/red]")
+    _print_memory(console, data)
     if data["tokens_per_s"] is not None:
-        line = (f"{data['tokens_per_s']:,.0f} tokens/s, step {data['step_time_s']:.2f} s, "
-                f"{data['flops_per_token'] / 1e9:,.1f} GFLOP/token, MFU {data['mfu']:.0%}, "
-                f"{data['bound']}-bound")
-        if data["hours"] is not None:
-            line += f", {data['hours']:,.1f} h"
-        console.print(line)
+        _print_time(console, data)
     fix = data["correction"]
     if fix is not None:
         console.print(fix["text"], highlight=False)
@@ -124,6 +123,50 @@ def _print_table(data: dict[str, Any]) -> None:
     for note in data["notes"]:
         if fix is None or note != fix["text"]:
             console.print(f"- {note}", highlight=False)
+
+
+def _print_memory(console: Any, data: dict[str, Any]) -> None:
+    """What the job needs, term by term, then the allocator's margin and the verdict."""
+    from rich.table import Table
+
+    title = f"{data['model']} · {data['method']} · {data['dtype']}" + (
+        f" · {data['gpu']}" if data["gpu"] else "")
+    table = Table(title=title, show_header=True)
+    table.add_column("term")
+    table.add_column("GB per GPU", justify="right")
+    for name, gb in data["breakdown"].items():
+        if gb and name not in MARGIN_TERMS:
+            table.add_row(name.replace("_", " "), f"{gb:,.2f}")
+    table.add_row("[bold]needs[/bold]", f"[bold]{data['need_gb_per_gpu']:,.2f}[/bold]")
+    margin = data["margin_gb"]
+    for name, gb in margin.items():
+        table.add_row(f"+ margin: {name.replace('_', ' ')}", f"{gb:,.2f}")
+    if margin:
+        table.add_row("with the allocator's margin",
+                      f"{data['need_gb_per_gpu'] + sum(margin.values()):,.2f}")
+    console.print(table)
+    console.print(f"trainable {data['trainable_params']:,} of {data['total_params']:,} params"
+                  + (f"; host RAM {data['host_ram_gb']:,.1f} GB" if data["host_ram_gb"] else ""))
+    if data["verdict"] is not None:
+        console.print(data["verdict"] if data["fits"] else f"[red]{data['verdict']}[/red]",
+                      highlight=False)
+
+
+def _print_time(console: Any, data: dict[str, Any]) -> None:
+    """Tokens/s with the bound that binds, and, on several GPUs, the communication."""
+    several = data["job"]["gpus"] > 1
+    per_gpu = f" ({data['tokens_per_s_per_gpu']:,.0f} per GPU)" if several else ""
+    line = (f"{data['tokens_per_s']:,.0f} tokens/s{per_gpu}, step {data['step_time_s']:.2f} s, "
+            f"{data['flops_per_token'] / 1e9:,.1f} GFLOP/token, MFU {data['mfu']:.0%}, "
+            f"{data['bound']}-bound")
+    if data["hours"] is not None:
+        line += f", {data['hours']:,.1f} h"
+    console.print(line, highlight=False)
+    if several:
+        binds = "binds" if data["bound"] == "communication" else "does not bind"
+        console.print(f"communication {data['communication_s']:.3f} s per step, "
+                      f"{data['communication_exposed_s']:.3f} s of it not hidden by compute "
+                      f"({binds}); over {data['placement']}", highlight=False)
 
 
 def _range_line(r: dict[str, Any]) -> str:
@@ -154,32 +197,35 @@ def _print_fit(advice: FitAdvice) -> None:
                   f"{f'{seq:,} tokens' if seq is not None else 'none'}", highlight=False)
     table = Table(title="changes" + ("" if advice.fits else " that make the job fit"),
                   show_header=True)
-    for col in ("change", "peak GB", "saves GB", "fits", "tokens/s", "cost ×"):
+    for col in ("change", "needs GB", "saves GB", "fits", "tokens/s", "cost ×"):
         table.add_column(col, justify="left" if col == "change" else "right")
     for c in advice.changes:
-        table.add_row(c.change, f"{c.peak_gb_per_gpu:,.1f}", f"{c.saves_gb:,.1f}",
+        table.add_row(c.change, f"{c.need_gb_per_gpu:,.1f}", f"{c.saves_gb:,.1f}",
                       "yes" if c.fits else "no",
                       "" if c.tokens_per_s is None else f"{c.tokens_per_s:,.0f}",
                       "" if c.cost_factor is None else f"{c.cost_factor:.2f}")
     console.print(table)
-    console.print("cost ×: GPU-seconds per token against the job as given")
+    console.print(f"needs: tensors and CUDA context per GPU, of {advice.usable_gb_per_gpu:,.1f} "
+                  "GB usable; cost ×: GPU-seconds per token against the job as given",
+                  highlight=False)
 
 
 @job_options()
 def estimate_command(job: Job, gpu: GpuOpt = None, tokens: TokensOpt = None,
                      output_format: FormatOpt = "table", fit: FitOpt = False,
-                     correction: CorrectionOpt = True, db: DbOption = None) -> None:
+                     correction: CorrectionOpt = True, offer: OfferOpt = None,
+                     db: DbOption = None) -> None:
     """Estimate peak GPU memory (with a breakdown) and training time of a fine-tuning job."""
     from gpuscout.api import estimate
     from gpuscout.api import fit as fit_advice
 
     if output_format not in ("table", "json"):
         raise UserInputError(f"--format {output_format!r} is not one of table|json")
-    if fit and gpu is None:
+    if fit and gpu is None and offer is None:
         raise UserInputError("--fit needs --gpu: what fits depends on the GPU's memory")
     data = estimate_to_dict(estimate(job, gpu=gpu, tokens=tokens, correction=correction,
-                                     db=warehouse(db)))
-    advice = fit_advice(job, gpu=gpu) if fit and gpu is not None else None
+                                     db=warehouse(db), offer=offer))
+    advice = fit_advice(job, gpu=gpu or data["gpu"]) if fit and data["gpu"] else None
     if output_format == "json":
         if advice is not None:
             data["fit"] = advice.model_dump()

@@ -44,6 +44,7 @@ FLAGS = {
     "sequence_parallel": "--sequence-parallel/--no-sequence-parallel",
     "distributed_optimizer": "--distributed-optimizer/--no-distributed-optimizer",
     "online": "--online/--offline",
+    "overlap_comm": "--overlap-comm/--no-overlap-comm",
 }
 
 

@@ -44,7 +44,7 @@ class TableOrJson(StrEnum):
     json = "json"
 
 
-@job_options(exclude=("gpus", "sharding"))
+@job_options(exclude=("gpus", "sharding", "interconnect", "network", "network_gbps"))
 def recommend_command(
     job: Job,
     tokens: TokensOpt = None, dataset_tokens: DatasetTokensOpt = None, epochs: EpochsOpt = None,

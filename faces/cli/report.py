@@ -37,7 +37,7 @@ from gpuscout.cli.run_options import (
 from gpuscout.sizing.job import MAIN_JOB, MAIN_JOB_TOKENS, Job
 
 
-@job_options(exclude=("gpus", "sharding"))
+@job_options(exclude=("gpus", "sharding", "interconnect", "network", "network_gbps"))
 def report_command(
     job: Job,
     out: Annotated[Path, typer.Option(

@@ -16,6 +16,7 @@ from gpuscout.core.errors import DataError
 from gpuscout.pipeline.measured.evidence import Evidence, corrected
 from gpuscout.pipeline.measured.record import MeasuredRun, measure
 from gpuscout.runlogs import read_log
+from gpuscout.sizing.collectives import Topology
 from gpuscout.sizing.estimate import estimate
 from gpuscout.sizing.job import Job
 from gpuscout.sizing.types import Estimate
@@ -142,11 +143,14 @@ def stack_summary(comparisons: Sequence[Comparison]) -> list[dict[str, object]]:
 
 
 def estimate_job(job: Job, gpu: GpuSpec | None, tokens: int | None, evidence: Evidence,
-                 correction: bool = True) -> Estimate:
+                 correction: bool = True, placement: Topology | None = None) -> Estimate:
     """The sizing estimate of `job` with its range and, with `correction`, the user's runs of
-    the same GPU, framework and method applied."""
+    the same GPU, framework and method applied. `placement`: where its GPUs sit (default the
+    job's own, `Job.placement`)."""
     arch, spec, warnings = job.resolve()
-    est = estimate(arch, spec, gpu, tokens)
+    if placement is None and gpu is not None:
+        placement = job.placement(gpu)
+    est = estimate(arch, spec, gpu, tokens, placement)
     est = est.model_copy(update={"notes": [*warnings, *est.notes]})
     if gpu is None or est.time is None:
         return est

@@ -242,7 +242,7 @@ def _fits(row: dict[str, Any], why: dict[str, Any]) -> str | None:
         spread = _text(" (%s over %d GPUs)", row["sharding"], _gpus(row))
     else:
         spread = " (one GPU)"
-    return _joined(_text("fits: needs %.1f of %.1f GB per GPU", why["need_gb_per_gpu"],
+    return _joined(_text("fits: needs %.1f of %.1f GB usable per GPU", why["need_gb_per_gpu"],
                          why["usable_gb_per_gpu"]), spread)
 
 

@@ -24,8 +24,8 @@ from gpuscout.pipeline.recommend import (
 )
 from gpuscout.pipeline.recommend.plans import node_counts, nvlink_fabric_gbps, sized_gpu
 from gpuscout.pipeline.recommend.result import set_aside_line, sold_as
+from gpuscout.sizing.collectives import bus_gbs, topology
 from gpuscout.sizing.job import Job
-from gpuscout.sizing.throughput import link_gbs
 from gpuscout.warehouse.arrow import offers_to_table
 from gpuscout.warehouse.connection import connect
 from gpuscout.warehouse.load import merge_offers, replace_provider_profiles, transaction
@@ -192,7 +192,8 @@ def test_an_assumed_pcie_variant_is_sized_without_the_bridge_no_label_states() -
     pcie = CAT.gpu("a100-pcie-80gb")
     assert "bridge" in pcie.nvlink and sized_gpu(pcie, False) is pcie
     bare = sized_gpu(pcie, True)
-    assert bare.nvlink == "none" and link_gbs(bare, 2) < link_gbs(pcie, 2)
+    assert bare.nvlink == "none"
+    assert bus_gbs(topology(bare, 2), bare) < bus_gbs(topology(pcie, 2), pcie)
     sxm = CAT.gpu(H100)
     assert sized_gpu(sxm, True) is sxm  # a switched board keeps its NVLink
 

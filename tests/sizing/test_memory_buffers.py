@@ -70,10 +70,38 @@ def test_reserve_context_and_device_cap() -> None:
     vram = (m.allocated_gb * GB + CUDA_CONTEXT_GB * GB + room) / GIB
     capped = memory_estimate(A, fixed, vram_gb=vram)
     assert capped.breakdown["allocator_reserve"] == pytest.approx(room / GB, abs=2e-3)
-    assert capped.fits is True
+    # the margin is shown whole, not capped; what the job needs does not move
+    assert capped.margin_gb["fragmentation"] == pytest.approx(reserve, abs=2e-3)
+    assert capped.need_gb_per_gpu == pytest.approx(m.need_gb_per_gpu, abs=2e-3)
     # the stale segments are cached blocks too: they take the room first
     var = memory_estimate(A, JobSpec(method="lora"), vram_gb=vram)
     assert var.breakdown["stale_loss_segments"] == pytest.approx(room / GB, abs=2e-3)
     assert var.breakdown["allocator_reserve"] == pytest.approx(0, abs=2e-3)
-    assert var.fits is True
+    assert var.margin_gb["stale_loss_segments"] > room / GB
     assert memory_estimate(A, full(), vram_gb=24).fits is False
+
+
+def test_one_verdict_on_what_the_job_needs_with_the_margin_said_apart() -> None:
+    """`fits` is tensors + CUDA context against 95 % of the card (the recommendation's rule);
+    the allocator's margin is reported beside it and the verdict says which held."""
+    from gpuscout.sizing.memory import fit_verdict
+
+    job = JobSpec(method="lora", batch_size=4, seq_len=2048)
+    m = memory_estimate(A, job)
+    need = m.allocated_gb + CUDA_CONTEXT_GB
+    assert m.need_gb_per_gpu == pytest.approx(need, abs=2e-3)
+    margin = sum(m.margin_gb.values())
+    assert set(m.margin_gb) == {"fragmentation", "stale_loss_segments"}
+    # a card whose usable share sits between the need and the need with its margin
+    vram = (need + margin / 2) * GB / GIB / 0.95
+    mid = memory_estimate(A, job, vram_gb=vram)
+    assert mid.usable_gb_per_gpu == pytest.approx(need + margin / 2, abs=2e-3)
+    assert mid.fits is True and mid.fits_with_margin is False
+    verdict = fit_verdict(mid)
+    assert verdict is not None and verdict.startswith(
+        f"fits: needs {need:,.1f} of {need + margin / 2:,.1f} GB usable per GPU on its tensors")
+    roomy = memory_estimate(A, job, vram_gb=(need + 2 * margin) * GB / GIB / 0.95)
+    assert roomy.fits and roomy.fits_with_margin
+    assert "within it too" in (fit_verdict(roomy) or "")
+    small = memory_estimate(A, job, vram_gb=need * 0.9 * GB / GIB / 0.95)
+    assert small.fits is False and (fit_verdict(small) or "").startswith("does not fit: needs")

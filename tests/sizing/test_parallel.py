@@ -14,6 +14,7 @@ from gpuscout.sizing.parallel import (
     COLLECTIVE_LATENCY_S,
     activation_share,
     layout,
+    link_gbs,
     nvlink_domain,
     one_gpu_job,
     parallel_memory,
@@ -22,7 +23,6 @@ from gpuscout.sizing.parallel import (
     tensor_parallel_jobs,
 )
 from gpuscout.sizing.plan import NodeShape, plan_node
-from gpuscout.sizing.throughput import link_gbs
 from gpuscout.sizing.types import JobSpec
 
 CAT = load_catalog()

@@ -160,3 +160,20 @@ def test_the_trainer_tests_gemma_2_qlora_does_not_fit_an_h100_as_reported() -> N
     catalog = load_catalog()
     assert not estimate(arch, job, catalog.gpu("h100-sxm-80gb")).memory.fits
     assert estimate(arch, job, catalog.gpu("rtx-pro-6000-96gb")).memory.fits
+
+
+def test_rows_read_their_deepspeed_overlap_and_their_machines() -> None:
+    """Qwen's DeepSpeed configs set overlap_comm true (the other rows keep DeepSpeed's default);
+    a row that states "2 nodes x 2 GPUs" is placed on two machines."""
+    from gpuscout.sizing.calibration import placement_for_row
+
+    with MEASUREMENTS_CSV.open(newline="", encoding="utf-8") as f:
+        raw = list(csv.DictReader(f))
+    jobs = [job_for_row(r, lookup(model_id(r["model"]))) for r in raw]
+    assert all(jobs[i].overlap_comm is True for i in (93, 94, 95, 104, 105))
+    assert jobs[74].overlap_comm is None and jobs[1].overlap_comm is None
+    gpu = load_catalog().gpu("a100-sxm-80gb")
+    two = placement_for_row(raw[95], jobs[95], gpu)
+    assert two is not None and (two.nodes, two.gpus_per_node) == (2, 2)
+    assert placement_for_row(raw[104], jobs[104], gpu) is not None  # "1 node x 4 GPUs"
+    assert placement_for_row(raw[74], jobs[74], gpu) is None
