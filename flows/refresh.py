@@ -181,7 +181,7 @@ def task_runner(name: TaskRunnerName = "threads", *, dask_address: str | None = 
     they run (`distributed.worker.profile.enabled: false`)."""
     if name == "threads":
         return ThreadPoolTaskRunner()
-    import dask
+    import dask.config
     from prefect_dask.task_runners import DaskTaskRunner  # only a Dask run imports it
 
     if dask_address:
