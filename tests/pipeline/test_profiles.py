@@ -28,7 +28,7 @@ from gpuscout.pipeline.profiles import (
 # 2026-12-02 and 2026-12-05). Unknown stays unknown; when a source turns up, add the row and drop
 # the provider from this set (the test below insists the set is exact).
 NO_BILLING_SOURCE = {
-    "crusoe", "fluidstack", "gmicloud", "gpuai", "hotaisle", "hyperbolic", "linode", "lium",
+    "crusoe", "fluidstack", "gmicloud", "gpuai", "hotaisle", "hyperbolic", "lium",
     "primeintellect", "seeweb", "sesterce", "tensorpool", "together",
 }
 
