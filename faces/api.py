@@ -52,7 +52,24 @@ def _db(db: Path | str | None) -> Path | str:
 def _job(job: Job | None, options: dict[str, Any]) -> Job:
     if job is not None and options:
         raise UserInputError(f"pass a Job or its options, not both ({', '.join(options)})")
+    _known_options(options)
     return job if job is not None else Job(**options)
+
+
+def _known_options(options: dict[str, Any]) -> None:
+    """A misspelled keyword (`max_price_age=0` for `max_price_age_days`) is an error that
+    names the close ones, not an option the Job silently drops."""
+    import difflib
+    import inspect
+
+    known = set(Job.model_fields)
+    keywords = {k for f in (estimate, fit, recommend) for k in inspect.signature(f).parameters
+                if k not in ("job", "options")}
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known | keywords), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UserInputError(f"unknown option {name!r}{hint}")
 
 
 def refresh(*, db: Path | str | None = None, providers: Sequence[str] | None = None,
@@ -221,9 +238,15 @@ def _offer_placement(job: Job, gpu: str | None, offer: str,
                          network=job.network or facts.network,
                          network_gbps=job.network_gbps or facts.network_gbps,
                          gpus_per_node=min(job.gpus, facts.gpus_per_machine))
+    if facts.network is None:
+        between = "; neither it nor its provider names a network between machines"
+    else:
+        between = (f"; {facts.network} between machines ({facts.network_source}), "
+                   f"{facts.network_gbps:g} Gb/s per machine"
+                   + (" (not stated: assumed, as recommend does)" if facts.gbps_assumed else ""))
     return facts.gpu_id, placement, [
         f"placement from offer {facts.label}: {facts.gpus_per_machine} GPUs per machine"
-        + ("" if facts.network else "; it names no network between machines")]
+        + between]
 
 
 def fit(job: Job | None = None, *, gpu: str, **options: Any) -> FitAdvice:

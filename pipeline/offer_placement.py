@@ -1,6 +1,7 @@
 """An offer's placement facts as the time model reads them (`gpuscout estimate --offer`): the
 GPU, how many sit in one machine, what joins them and the network between machines, from the
-offer as stored."""
+offer as stored and, where it is silent, as the recommendation reads them (pipeline/recommend/
+facts.sql): the provider profile's fabric, then the assumed Gb/s of that fabric."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 import duckdb
 
 from gpuscout.core.errors import UserInputError
+from gpuscout.pipeline.profiles import ProviderProfile, load_profiles
+from gpuscout.pipeline.recommend.plans import FABRIC_ASSUMED_GBPS
 from gpuscout.sizing.choices import Interconnect, Network
 from gpuscout.warehouse.queries import fetch_named
 
@@ -29,6 +32,8 @@ class OfferPlacement:
     interconnect: Interconnect | None  # None: the GPU's own (PCIe, or not stated)
     network: Network | None
     network_gbps: float | None
+    network_source: str | None  # "offer", "provider profile"; None: no network named
+    gbps_assumed: bool  # the Gb/s is FABRIC_ASSUMED_GBPS's, not the offer's or the profile's
 
 
 def offer_placement(con: duckdb.DuckDBPyConnection, ref: str) -> OfferPlacement:
@@ -49,8 +54,28 @@ def offer_placement(con: duckdb.DuckDBPyConnection, ref: str) -> OfferPlacement:
     if row["gpu_id"] is None:
         raise UserInputError(f"--offer {ref!r}: its GPU is not in the catalog")
     per_machine = row["gpus_per_machine"] or row["gpu_count"] or 1
+    fabric, gbps, source = between_machines(row["network"], row["network_gbps"],
+                                            load_profiles().get(provider))
     return OfferPlacement(
         label=f"{provider}:{row['offer_key']}", gpu_id=row["gpu_id"],
         gpus_per_machine=max(1, int(per_machine)),
         interconnect=INTERCONNECTS.get(row["interconnect"] or ""),
-        network=NETWORKS.get(row["network"] or ""), network_gbps=row["network_gbps"])
+        network=NETWORKS.get(fabric or ""),
+        network_gbps=gbps if gbps is not None else FABRIC_ASSUMED_GBPS.get(fabric or ""),
+        network_source=source, gbps_assumed=fabric is not None and gbps is None)
+
+
+def between_machines(network: str | None, gbps: float | None, profile: ProviderProfile | None
+                     ) -> tuple[str | None, float | None, str | None]:
+    """(fabric, Gb/s per machine, where the fabric was read) by the recommendation's rule: the
+    offer's network and Gb/s; a network the offer does not name is the profile's, and the
+    profile's Gb/s counts only for the fabric it describes."""
+    named = network if network not in (None, "unknown") else None
+    p_fabric = profile.multinode_fabric if profile else None
+    p_gbps = profile.multinode_gbps if profile else None
+    if named is not None:
+        return named, gbps if gbps is not None else (p_gbps if p_fabric == named else None), \
+            "offer"
+    if p_fabric is not None:
+        return p_fabric, p_gbps, "provider profile"
+    return None, None, None

@@ -65,3 +65,34 @@ def test_offer_mistakes_are_one_line_user_errors(db: Path) -> None:
         gpuscout.estimate(db=db, offer="testprov:hgx", **JOB)
     with pytest.raises(UserInputError, match="is not the GPU of --offer"):
         gpuscout.estimate(db=db, offer="testprov:hgx-ib", gpu="a100-sxm-80gb", **JOB)
+
+
+def test_an_offer_silent_on_its_gbps_is_placed_as_recommend_places_it(tmp_path: Path) -> None:
+    """An offer that names its network but not its Gb/s: estimate --offer takes the Gb/s the
+    recommendation assumes for that fabric (FABRIC_ASSUMED_GBPS: 100 Gb/s Ethernet), not the
+    HGX reference of 400 Gb/s per GPU, so both faces time the same job the same."""
+    from gpuscout.pipeline.recommend.plans import FABRIC_ASSUMED_GBPS
+
+    path = tmp_path / "w.duckdb"
+    offer = make_offer("hgx-eth-unstated", network=NetworkFabric.ETHERNET, network_gbps=None)
+    with connect(path) as con, transaction(con):
+        merge_offers(con, offers_to_table([offer]), provider="testprov", run_id="fixture",
+                     complete=True)
+    est = gpuscout.estimate(db=path, offer="testprov:hgx-eth-unstated", **JOB)
+    assumed = FABRIC_ASSUMED_GBPS["Ethernet"]
+    named = gpuscout.estimate(gpu="h100-sxm-80gb", network="ethernet", network_gbps=assumed,
+                              **JOB)
+    assert est.time is not None and named.time is not None
+    assert est.time.tokens_per_s == named.time.tokens_per_s
+    assert any(f"{assumed:g} Gb/s per machine (not stated: assumed, as recommend does)" in n
+               for n in est.notes)
+    rec = gpuscout.recommend(db=path, tokens=1e8, max_price_age_days=None, limit=1,
+                             **{k: v for k, v in JOB.items() if k not in ("gpus", "sharding")})
+    assert rec.ranked and rec.ranked[0].tokens_per_s == est.time.tokens_per_s
+
+
+def test_a_misspelled_api_option_is_an_error_that_names_the_close_ones(db: Path) -> None:
+    with pytest.raises(UserInputError, match="did you mean max_price_age_days"):
+        gpuscout.recommend(db=db, tokens=1e8, max_price_age=0, **JOB)
+    with pytest.raises(UserInputError, match="did you mean batch_size"):
+        gpuscout.estimate(gpu="h100-sxm-80gb", batchsize=4, **JOB)
