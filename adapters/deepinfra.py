@@ -31,11 +31,10 @@ from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.toolkit import (
-    header_cells,
+    headed_rows,
     newest_wins,
     node_text,
     one_price_per_key,
-    parse_error,
     split_results,
 )
 from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
@@ -64,18 +63,10 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 
 def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     tree = LexborHTMLParser(capture.text())
-    tables = [t for t in tree.css("table")
-              if tuple(c.lower() for c in header_cells(t)) == HEADER]
-    if not tables:
-        raise parse_error(NAME, capture, "no table headed GPU | Memory | Price", "GPU")
-    results: list[ParsedOffer | Reject] = []
-    for table in tables:
-        for row in table.css("tbody tr"):
-            cells = row.css("td")
-            if len(cells) != len(HEADER):
-                raise parse_error(NAME, capture, f"a GPU table row has {len(cells)} cells, "
-                                  f"expected {len(HEADER)}", "td", snippet=(row.html or "")[:200])
-            results.append(_offer(capture, row, cells))
+    results: list[ParsedOffer | Reject] = [
+        _offer(capture, row, cells)
+        for row, cells in headed_rows(NAME, capture, tree, HEADER,
+                                      "no table headed GPU | Memory | Price", "GPU")]
     offers, rejects = split_results(results)
     # The same table rendered twice (tab panels) is one offer each; two prices are a conflict.
     offers, conflicts = one_price_per_key(NAME, offers)

@@ -30,11 +30,10 @@ from gpuscout.adapters.archive import Capture
 from gpuscout.adapters.base import SourceKind
 from gpuscout.adapters.http import HttpClient
 from gpuscout.adapters.toolkit import (
-    header_cells,
+    headed_rows,
     newest_wins,
     node_text,
     one_price_per_key,
-    parse_error,
     split_results,
 )
 from gpuscout.core.models import ParsedOffer, ParseResult, PricingModel, Reject
@@ -62,19 +61,11 @@ def parse(captures: Sequence[Capture]) -> ParseResult:
 
 def _read(capture: Capture) -> tuple[list[ParsedOffer], list[Reject]]:
     tree = LexborHTMLParser(capture.text())
-    tables = [t for t in tree.css("table")
-              if tuple(c.lower() for c in header_cells(t)) == HEADER]
-    if not tables:
-        raise parse_error(NAME, capture, "no table headed GPU | VRAM | List Price | As low as",
-                          "List Price")
     results: list[ParsedOffer | Reject] = []
-    for table in tables:
-        for row in table.css("tbody tr"):
-            cells = row.css("td")
-            if len(cells) != len(HEADER):
-                raise parse_error(NAME, capture, f"a GPU table row has {len(cells)} cells, "
-                                  f"expected {len(HEADER)}", "td", snippet=(row.html or "")[:200])
-            results += _row(capture, row, cells)
+    for row, cells in headed_rows(NAME, capture, tree, HEADER,
+                                  "no table headed GPU | VRAM | List Price | As low as",
+                                  "List Price"):
+        results += _row(capture, row, cells)
     offers, rejects = split_results(results)
     offers, conflicts = one_price_per_key(NAME, offers)
     return offers, [*rejects, *conflicts]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeGuard, overload
 
 from selectolax.lexbor import LexborNode
@@ -355,3 +355,21 @@ def node_text(node: LexborNode) -> str:
 def header_cells(table: LexborNode) -> list[str]:
     """A table's column headings (its `thead th` cells), as `node_text` reads them."""
     return [node_text(th) for th in table.css("thead th")]
+
+
+def headed_rows(provider: str, capture: Capture, tree: LexborNode, header: tuple[str, ...],
+                missing: str, field: str) -> Iterator[tuple[LexborNode, list[LexborNode]]]:
+    """(row, cells) of every body row of the page's tables headed exactly `header` (lower
+    case). No such table is a ParseError saying `missing` about `field`; a row of another
+    width is one too: a cell the layout dropped would shift every value after it."""
+    tables = [t for t in tree.css("table")
+              if tuple(c.lower() for c in header_cells(t)) == header]
+    if not tables:
+        raise parse_error(provider, capture, missing, field)
+    for table in tables:
+        for row in table.css("tbody tr"):
+            cells = row.css("td")
+            if len(cells) != len(header):
+                raise parse_error(provider, capture, f"a GPU table row has {len(cells)} cells, "
+                                  f"expected {len(header)}", "td", snippet=(row.html or "")[:200])
+            yield row, cells
