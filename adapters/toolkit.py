@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeGuard, overload
 
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from gpuscout.adapters.archive import Capture
 from gpuscout.core.errors import FetchError, ParseError
@@ -357,8 +357,9 @@ def header_cells(table: LexborNode) -> list[str]:
     return [node_text(th) for th in table.css("thead th")]
 
 
-def headed_rows(provider: str, capture: Capture, tree: LexborNode, header: tuple[str, ...],
-                missing: str, field: str) -> Iterator[tuple[LexborNode, list[LexborNode]]]:
+def headed_rows(provider: str, capture: Capture, tree: LexborHTMLParser | LexborNode,
+                header: tuple[str, ...], missing: str, field: str
+                ) -> Iterator[tuple[LexborNode, list[LexborNode]]]:
     """(row, cells) of every body row of the page's tables headed exactly `header` (lower
     case). No such table is a ParseError saying `missing` about `field`; a row of another
     width is one too: a cell the layout dropped would shift every value after it."""
