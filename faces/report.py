@@ -698,7 +698,7 @@ def build_report(data: ReportData) -> str:
                     for k, v in (
         ("current offers", f"{offers:,}"), ("providers", len(fresh) - len(ended)),
         ("stale providers", len(stale)),
-        *((("retired providers", len(ended)),) if ended else ()),
+        *((("providers ended (retired, no public prices)", len(ended)),) if ended else ()),
         (f"providers with prices over {MAX_PRICE_AGE_DAYS:g} days old", len(old)),
         ("GPUs with on-demand offers", len(gpus)),
         ("newest price (UTC)", (_utc(newest) or "-")[:10])))

@@ -158,5 +158,5 @@ def test_the_page_shows_the_apis_numbers_for_the_same_job(chromium: str, bundled
     ended = [r for r in status if r["last_status"] in ("retired", "no_public_prices")]
     stale = [r for r in status if r["stale"] and r not in ended]
     assert page["stats"]["stale providers"] == str(len(stale))
-    assert page["stats"].get("retired providers", "0") == str(len(ended))
+    assert page["stats"].get("providers ended (retired, no public prices)", "0") == str(len(ended))
     assert ended, "the bundled snapshots include a retired provider (cudo)"

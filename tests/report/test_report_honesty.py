@@ -151,7 +151,7 @@ def test_the_header_counts_retired_apart_from_stale() -> None:
     stats = {d.attributes["data-stat"]: d.css_first("b").text()
              for d in tree.css("header [data-stat]")}
     assert stats["stale providers"] == "1"  # "failing" only
-    assert stats["retired providers"] == "1"
+    assert stats["providers ended (retired, no public prices)"] == "1"
     assert stats["providers"] == "4"  # those still selling
     assert stats["providers with prices over 7 days old"] == "1"
     rows = {tr.css_first("td").text(): tr.attributes["class"]
