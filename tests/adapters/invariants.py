@@ -8,8 +8,10 @@ from the archive manifest next to it.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from gpuscout.adapters.archive import Capture, read_manifest
 from gpuscout.core.catalog import VRAM_TOLERANCE, Resolved, Unknown, load_catalog
@@ -27,6 +29,15 @@ def load_capture(folder: Path, file: str) -> Capture:
     return Capture(provider=folder.name, url=entry.url, method=entry.method, status=entry.status,
                    headers=entry.headers, body=(folder / file).read_bytes(),
                    fetched_at=entry.fetched_at)
+
+
+def with_json_edit(capture: Capture, edit: Callable[[Any], None] | None) -> Capture:
+    """The capture with its JSON body changed in place by `edit` (None: as recorded)."""
+    if edit is None:
+        return capture
+    doc = json.loads(capture.body)
+    edit(doc)
+    return capture.model_copy(update={"body": json.dumps(doc).encode()})
 
 
 def with_replaced(capture: Capture, old: str, new: str, *, exactly_once: bool = False) -> Capture:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-from invariants import OfferInvariants, load_capture
+from invariants import OfferInvariants, load_capture, with_json_edit
 
 from gpuscout.adapters import computepulse
 from gpuscout.adapters.archive import Capture, ReplayTransport
@@ -27,12 +26,7 @@ BASE = "https://compute-pulse.com/api/listings"
 
 
 def _page(file: str, edit: Any = None) -> Capture:
-    capture = load_capture(SNAP, file)
-    if edit is None:
-        return capture
-    doc = json.loads(capture.body)
-    edit(doc)
-    return capture.model_copy(update={"body": json.dumps(doc).encode()})
+    return with_json_edit(load_capture(SNAP, file), edit)
 
 
 def _all(**edits: Any) -> list[Capture]:

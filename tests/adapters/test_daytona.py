@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from invariants import OfferInvariants, load_capture
+from invariants import OfferInvariants, load_capture, with_json_edit
 
 from gpuscout.adapters import daytona
 from gpuscout.adapters.archive import Capture, ReplayTransport
@@ -22,12 +21,7 @@ CARD = "gpu_pricing_gpuhunt_b57dbe8_2026-09-23.json"
 
 
 def _capture(edit: Any = None) -> Capture:
-    capture = load_capture(SNAP, CARD)
-    if edit is None:
-        return capture
-    doc = json.loads(capture.body)
-    edit(doc)
-    return capture.model_copy(update={"body": json.dumps(doc).encode()})
+    return with_json_edit(load_capture(SNAP, CARD), edit)
 
 
 class TestDaytonaInvariants(OfferInvariants):

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from invariants import OfferInvariants, load_capture
+from invariants import OfferInvariants, load_capture, with_json_edit
 
 from gpuscout.adapters import gpuai
 from gpuscout.adapters.archive import Capture, ReplayTransport
@@ -25,12 +25,7 @@ BASE = "https://api.gpu.ai/v1/pricing?limit=200"
 
 
 def _page(file: str, edit: Any = None) -> Capture:
-    capture = load_capture(SNAP, file)
-    if edit is None:
-        return capture
-    doc = json.loads(capture.body)
-    edit(doc)
-    return capture.model_copy(update={"body": json.dumps(doc).encode()})
+    return with_json_edit(load_capture(SNAP, file), edit)
 
 
 def _both() -> list[Capture]:
